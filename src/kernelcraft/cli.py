@@ -1,0 +1,181 @@
+"""The ``kernelcraft`` command.
+
+Exit codes: 0 when every solution was evaluated, whatever the verdicts; 2 for unusable input
+(a bad task folder, a missing file, a malformed record), with a message naming the file and field.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from kernelcraft.errors import InputError
+
+app = typer.Typer(add_completion=False, no_args_is_help=True,
+                  help="Verify, measure and record GPU kernels against a task contract.")
+task_app = typer.Typer(no_args_is_help=True, help="Task folders: check them.")
+app.add_typer(task_app, name="task")
+# Tables are the point of the output: do not squeeze them to 80 columns when piped to a file.
+console = Console(width=None if Console().is_terminal else 160)
+err = Console(stderr=True, width=None if Console(stderr=True).is_terminal else 160)
+
+
+def _fail_input(e: InputError) -> None:
+    err.print("[bold red]unusable input[/]:", highlight=False)
+    for p in e.problems:
+        err.print(f"  - {p}", highlight=False, markup=False)
+    raise typer.Exit(2)
+
+
+@task_app.command("check")
+def task_check(task_dir: Annotated[Path, typer.Argument(help="the task folder")]) -> None:
+    """Validate a task folder; print what is wrong, or a summary."""
+    from kernelcraft.solution.model import load_solution
+    from kernelcraft.task.loader import load_task
+
+    try:
+        task = load_task(task_dir)
+        solutions = [load_solution(p, task.definition.name) for p in task.solution_paths()]
+    except InputError as e:
+        _fail_input(e)
+    d = task.definition
+    console.print(f"[bold]{d.name}[/] ({d.op_type}) in {task.root}")
+    axes = ", ".join(f"{n}={a.value}" if a.type == "const" else f"{n} (var)" for n, a in d.axes.items())
+    console.print(f"  axes: {axes}")
+    for kind, specs in (("inputs", d.inputs), ("outputs", d.outputs)):
+        items = ", ".join(f"{n}: {s.dtype}{list(s.shape) if s.shape is not None else ' scalar'}" for n, s in specs.items())
+        console.print(f"  {kind}: {items}", markup=False)
+    if d.constraints:
+        console.print(f"  constraints: {'; '.join(d.constraints)}", markup=False)
+    console.print(f"  workloads: {len(task.workloads)}; contract: "
+                  f"{'contract.toml' if (task.root / 'contract.toml').exists() else 'defaults (no contract.toml)'}")
+    console.print(f"  solutions: {', '.join(s.name for s in solutions) or 'none'}")
+    for w in task.warnings:
+        console.print(f"  [yellow]warning[/]: {w}", markup=True, highlight=False)
+    console.print("[green]ok[/]")
+
+
+def _device(device: str) -> str:
+    if device == "auto":
+        import torch
+
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    if device.startswith("cuda"):
+        import torch
+
+        if not torch.cuda.is_available():
+            err.print("--device cuda: no CUDA device is visible here (torch.cuda.is_available() is False)")
+            raise typer.Exit(2)
+    elif device != "cpu":
+        err.print(f"--device {device!r}: use cpu, cuda or cuda:N")
+        raise typer.Exit(2)
+    return device
+
+
+@app.command("eval")
+def eval_cmd(
+    task_dir: Annotated[Path, typer.Argument(help="the task folder")],
+    solutions: Annotated[list[Path] | None, typer.Argument(help="solution files or folders; default: the baseline and every solution in TASK_DIR/solutions/")] = None,
+    device: Annotated[str, typer.Option(help="cpu, cuda, cuda:N, or auto (cuda when visible)")] = "auto",
+    json_path: Annotated[Path | None, typer.Option("--json", help="write the evaluation record here")] = None,
+    seed: Annotated[int | None, typer.Option(help="replay the inputs of an earlier run (its recorded seed)")] = None,
+    with_compile: Annotated[bool, typer.Option("--with-compile", help="add a row: the reference under torch.compile")] = False,
+    workload: Annotated[list[str] | None, typer.Option(help="only workloads whose uuid starts with this (repeatable)")] = None,
+    timeout: Annotated[float | None, typer.Option(help="seconds allowed per workload phase (default: the contract's)")] = None,
+    cpu_max_mb: Annotated[float, typer.Option(help="on cpu, skip workloads that move more than this many MB")] = 16.0,
+    budget_ms: Annotated[float | None, typer.Option(help="measured time per timed function per workload (default: the contract's)")] = None,
+    no_timing: Annotated[bool, typer.Option("--no-timing", help="check correctness only")] = False,
+) -> None:
+    """Run the gauntlet on solutions of a task and print (and optionally record) the verdicts."""
+    from kernelcraft.gauntlet import Options, baseline_solution, compile_solution, evaluate
+    from kernelcraft.solution.model import load_solution
+    from kernelcraft.task.loader import load_task
+
+    try:
+        task = load_task(task_dir)
+        if workload:
+            for prefix in workload:
+                task.workload(prefix)
+        entries = []
+        if not solutions:
+            entries.append(("baseline", baseline_solution(task), str(task.baseline_path)))
+            paths = task.solution_paths()
+        else:
+            paths = solutions
+        for p in paths:
+            entries.append(("candidate", load_solution(p, task.definition.name), str(p)))
+        if with_compile:
+            entries.append(("torch.compile", compile_solution(task), "definition.json:reference"))
+    except InputError as e:
+        _fail_input(e)
+    dev = _device(device)
+    opts = Options(device=dev, seed=seed, workload_timeout_s=timeout, cpu_max_mb=cpu_max_mb,
+                   time_it=not no_timing, timing={"budget_ms": budget_ms} if budget_ms else None,
+                   workloads=workload)
+
+    with console.status("") as status:
+        def progress(name: str, state: str) -> None:
+            if state == "start":
+                status.update(f"evaluating [bold]{name}[/] on {dev} ...")
+            else:
+                console.print(f"  {name}: {state}", highlight=False)
+
+        report = evaluate(task, entries, opts, on_progress=progress)
+    _print_report(report)
+    if json_path:
+        json_path.parent.mkdir(parents=True, exist_ok=True)
+        json_path.write_text(report.model_dump_json(indent=2) + "\n")
+        console.print(f"wrote {json_path}")
+
+
+def _fmt(x: float | None, spec: str = ".3f") -> str:
+    return "-" if x is None else format(x, spec)
+
+
+def _print_report(report) -> None:
+    method = "cpu-wall" if not report.device.startswith("cuda") else "cuda events, L2 flushed"
+    t = Table(title=f"{report.task} on {report.environment['hardware']} (seed {report.seed})")
+    for col in ("solution", "status", "gate", "x baseline", "x reference", "workloads"):
+        t.add_column(col)
+    colors = {"PASSED": "green", "SKIPPED": "yellow"}
+    for s in report.solutions:
+        ok = sum(w.status == "PASSED" for w in s.workloads)
+        t.add_row(s.name, f"[{colors.get(s.status, 'red')}]{s.status}[/]", s.gate or "",
+                  _fmt(s.speedup_vs_baseline, ".2f"), _fmt(s.speedup_vs_reference, ".2f"), f"{ok}/{len(s.workloads)}")
+    console.print(t)
+    lat = Table(title=f"median latency, ms ({method})")
+    lat.add_column("workload")
+    for s in report.solutions:
+        lat.add_column(s.name, justify="right")
+    lat.add_column("baseline.py", justify="right")
+    lat.add_column("reference", justify="right")
+    uuids = [w.uuid for w in report.solutions[0].workloads] if report.solutions else []
+    for i, uuid in enumerate(uuids):
+        axes = ", ".join(f"{k}={v}" for k, v in report.solutions[0].workloads[i].axes.items())
+        row = [f"{uuid[:8]} {axes}"]
+        base = ref = None
+        for s in report.solutions:
+            w = s.workloads[i]
+            row.append(_fmt(w.latency_ms, ".4f") if w.status == "PASSED" else w.status.lower())
+            base = base or w.baseline_latency_ms
+            ref = ref or w.reference_latency_ms
+        row += [_fmt(base, ".4f"), _fmt(ref, ".4f")]
+        lat.add_row(*row)
+    if uuids:
+        console.print(lat)
+    for s in report.solutions:
+        if s.reason:
+            console.print(f"[bold]{s.name}[/]: {s.status}" + (f" ({s.gate})" if s.gate else ""), highlight=False)
+            console.print("  " + s.reason.replace("\n", "\n  "), markup=False, highlight=False)
+
+
+def main() -> None:
+    app()
+
+
+if __name__ == "__main__":
+    main()

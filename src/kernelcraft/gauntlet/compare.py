@@ -1,0 +1,128 @@
+"""Compare a candidate's outputs with the reference's, element by element.
+
+Shape and dtype must be exact. NaN must sit where the reference has NaN, and +-Inf where it has the
+same infinity. Every other element fails when its error exceeds both ``atol`` and
+``rtol * |reference|``; no fraction of failing elements is tolerated. A failure message says which
+output, how many elements failed, the worst index, its value and the reference's.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from kernelcraft.task.contract import Contract
+from kernelcraft.task.definition import Definition
+from kernelcraft.task.dtypes import torch_dtype
+
+
+@dataclass
+class Check:
+    status: str  # PASSED, INCORRECT_SHAPE, INCORRECT_DTYPE, INCORRECT_NUMERICAL, RUNTIME_ERROR
+    reason: str = ""
+    max_abs_error: float = 0.0
+    max_rel_error: float = 0.0
+
+
+def normalize_outputs(result: Any, definition: Definition) -> list[Any]:
+    """FlashInfer-Trace's value-returning forms -> a list in the definition's output order."""
+    names = list(definition.outputs)
+    if isinstance(result, dict):
+        missing = [n for n in names if n not in result]
+        if missing:
+            raise TypeError(f"returned dict lacks outputs {missing} (has {sorted(result)})")
+        return [result[n] for n in names]
+    if isinstance(result, tuple | list):
+        if len(result) != len(names):
+            raise TypeError(f"returned {len(result)} values; the definition has {len(names)} outputs {names}")
+        return list(result)
+    if len(names) != 1:
+        raise TypeError(f"returned one value; the definition has {len(names)} outputs {names}")
+    return [result]
+
+
+def _fmt_index(flat: int, shape: tuple[int, ...]) -> str:
+    idx = []
+    for size in reversed(shape):
+        idx.append(flat % size if size else 0)
+        flat //= size if size else 1
+    return "(" + ", ".join(str(i) for i in reversed(idx)) + ")"
+
+
+def compare(outputs: list[Any], expected: list[Any], definition: Definition, contract: Contract,
+            axes: dict[str, int], device: str) -> Check:
+    worst_abs = 0.0
+    worst_rel = 0.0
+    for (name, spec), got, ref in zip(definition.outputs.items(), outputs, expected, strict=True):
+        want_shape = definition.shape(spec, axes)
+        want_dtype = torch_dtype(spec.dtype)
+        if want_shape is None:  # a scalar output
+            if isinstance(got, torch.Tensor):
+                if got.numel() != 1:
+                    return Check("INCORRECT_SHAPE", f"output {name!r}: expected a scalar, got shape {tuple(got.shape)}")
+                got = got.item()
+            got_t = torch.tensor([float(got)], dtype=torch.float64)
+            ref_t = torch.tensor([float(ref.item() if isinstance(ref, torch.Tensor) else ref)], dtype=torch.float64)
+            shape: tuple[int, ...] = (1,)
+        else:
+            if not isinstance(got, torch.Tensor):
+                return Check("INCORRECT_SHAPE", f"output {name!r}: expected a tensor of shape {want_shape}, got {type(got).__name__}")
+            if tuple(got.shape) != want_shape:
+                return Check("INCORRECT_SHAPE", f"output {name!r}: shape {tuple(got.shape)}, expected {want_shape}")
+            if got.dtype != want_dtype:
+                return Check("INCORRECT_DTYPE", f"output {name!r}: dtype {str(got.dtype).removeprefix('torch.')}, expected {spec.dtype}")
+            if got.device.type != torch.device(device).type:
+                return Check("RUNTIME_ERROR", f"output {name!r} is on {got.device}, expected {device}")
+            got_t = got.detach().to(torch.float64)
+            ref_t = ref.detach().to(device=got.device, dtype=torch.float64)
+            shape = want_shape
+        tol = contract.tolerance.for_output(name, spec.dtype)
+        check = _compare_values(name, got_t, ref_t, tol.atol, tol.rtol, shape)
+        worst_abs = max(worst_abs, check.max_abs_error)
+        worst_rel = max(worst_rel, check.max_rel_error)
+        if check.status != "PASSED":
+            check.max_abs_error, check.max_rel_error = worst_abs, worst_rel
+            return check
+    return Check("PASSED", "", worst_abs, worst_rel)
+
+
+def _compare_values(name: str, got: torch.Tensor, ref: torch.Tensor, atol: float, rtol: float,
+                    shape: tuple[int, ...]) -> Check:
+    got = got.reshape(-1)
+    ref = ref.reshape(-1)
+    n = ref.numel()
+    if n == 0:
+        return Check("PASSED")
+    ref_nan, got_nan = torch.isnan(ref), torch.isnan(got)
+    ref_inf, got_inf = torch.isinf(ref), torch.isinf(got)
+    special_bad = (ref_nan != got_nan) | ((ref_inf | got_inf) & ~(ref_nan | got_nan) & (got != ref))
+    finite = ~(ref_nan | ref_inf | got_nan | got_inf)
+    abs_err = torch.where(finite, (got - ref).abs(), torch.zeros_like(ref))
+    rel_err = abs_err / ref.abs().clamp_min(torch.finfo(torch.float64).tiny)
+    numeric_bad = finite & (abs_err > atol) & (abs_err > rtol * ref.abs())
+    max_abs = float(abs_err.max())
+    max_rel = float(torch.where(finite, rel_err, torch.zeros_like(rel_err)).max())
+    n_special = int(special_bad.sum())
+    if n_special:
+        i = int(special_bad.nonzero()[0])
+        return Check(
+            "INCORRECT_NUMERICAL",
+            f"output {name!r}: {n_special} of {n} elements disagree on NaN/Inf; first at index "
+            f"{_fmt_index(i, shape)}: got {got[i].item():.6g}, expected {ref[i].item():.6g}",
+            float("inf"), float("inf"),
+        )
+    n_bad = int(numeric_bad.sum())
+    if n_bad:
+        score = torch.where(numeric_bad, abs_err - torch.maximum(torch.full_like(ref, atol), rtol * ref.abs()),
+                            torch.full_like(ref, -1.0))
+        i = int(score.argmax())
+        return Check(
+            "INCORRECT_NUMERICAL",
+            f"output {name!r}: {n_bad} of {n} elements ({100.0 * n_bad / n:.3g}%) exceed both atol={atol:g} "
+            f"and rtol={rtol:g}; worst at index {_fmt_index(i, shape)}: got {got[i].item():.6g}, expected "
+            f"{ref[i].item():.6g} (abs error {abs_err[i].item():.3g}, rel error {rel_err[i].item():.3g})",
+            max_abs, max_rel,
+        )
+    return Check("PASSED", "", max_abs, max_rel)

@@ -1,0 +1,194 @@
+"""The gauntlet, parent side: static gate here, everything that runs code in a fresh worker.
+
+Order for every candidate: static -> build -> correctness on every workload (stops at the first
+failure) -> timing of every workload (candidate, baseline and reference interleaved), each
+followed by a recheck of the outputs -> verdict (speedups, weighted geometric mean, promotion).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import secrets
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from kernelcraft import HARNESS_VERSION
+from kernelcraft.gauntlet.records import EvalReport, SolutionResult, WorkloadResult, weighted_geomean
+from kernelcraft.gauntlet.static import check_static
+from kernelcraft.measure.environment import environment
+from kernelcraft.measure.timing import TIMING_VERSION
+from kernelcraft.solution.model import BuildSpec, Solution, SourceFile, pack_python_file
+from kernelcraft.task.dtypes import torch_dtype
+from kernelcraft.task.loader import Task
+from kernelcraft.task.workload import Workload
+from kernelcraft.worker.child import Job
+from kernelcraft.worker.pool import JobOutcome, run_job
+
+
+@dataclass
+class Options:
+    device: str = "cpu"
+    seed: int | None = None  # None: a fresh secret seed, recorded in the report
+    workload_timeout_s: float | None = None  # None: the contract's
+    build_timeout_s: float | None = None
+    cpu_max_mb: float = 16.0  # on cpu, skip workloads moving more than this many MB
+    time_it: bool = True
+    timing: dict | None = None  # overrides of the contract's [timing]
+    workloads: list[str] | None = None  # uuid prefixes to run; None: all
+
+
+def workload_bytes(task: Task, w: Workload) -> int:
+    d = task.definition
+    axes = d.axis_values(w.axes)
+    total = 0
+    for spec in list(d.inputs.values()) + list(d.outputs.values()):
+        shape = d.shape(spec, axes)
+        if shape is not None:
+            n = 1
+            for s in shape:
+                n *= s
+            total += n * torch_dtype(spec.dtype).itemsize
+    return total
+
+
+def _skip_reason(task: Task, w: Workload, opts: Options) -> str:
+    if opts.device.startswith("cuda"):
+        return ""
+    mb = workload_bytes(task, w) / 1e6
+    if mb > opts.cpu_max_mb:
+        return (f"moves {mb:.0f} MB, over the CPU limit of {opts.cpu_max_mb:g} MB "
+                "(run with --device cuda, or raise --cpu-max-mb)")
+    return ""
+
+
+def baseline_solution(task: Task) -> Solution:
+    return pack_python_file(task.baseline_path, task.definition.name, name="baseline", author="task")
+
+
+def compile_solution(task: Task) -> Solution:
+    return Solution(
+        name="torch.compile", definition=task.definition.name, author="torch",
+        spec=BuildSpec(language="python", entry_point="reference.py::run", destination_passing_style=False),
+        sources=[SourceFile(path="reference.py", content=task.definition.reference)],
+        description="the definition's reference under torch.compile",
+    )
+
+
+def evaluate(task: Task, entries: list[tuple[str, Solution, str]], opts: Options,
+             on_progress: Callable[[str, str], None] | None = None) -> EvalReport:
+    """Evaluate each (role, solution, path) in turn; roles: candidate, baseline, torch.compile."""
+    seed = opts.seed if opts.seed is not None else secrets.randbits(63)
+    report = EvalReport(
+        task=task.definition.name, task_dir=str(task.root), device=opts.device,
+        environment=environment(opts.device), seed=seed,
+        timestamp=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        harness_version=HARNESS_VERSION, timing_version=TIMING_VERSION,
+    )
+    for role, sol, path in entries:
+        if on_progress:
+            on_progress(sol.name, "start")
+        result = evaluate_one(task, role, sol, path, seed, opts)
+        report.solutions.append(result)
+        if on_progress:
+            on_progress(sol.name, result.status)
+    return report
+
+
+def evaluate_one(task: Task, role: str, sol: Solution, path: str, seed: int, opts: Options) -> SolutionResult:
+    t0 = time.monotonic()
+    res = SolutionResult(
+        name=sol.name, status="PASSED", author=sol.author, language=sol.spec.language,
+        entry_point=sol.spec.entry_point, destination_passing_style=sol.spec.destination_passing_style,
+        source_hash=sol.source_hash, path=path,
+    )
+    selected = task.workloads
+    if opts.workloads:
+        selected = [w for w in task.workloads if any(w.uuid.startswith(p) for p in opts.workloads)]
+    skipped = {w.uuid: _skip_reason(task, w, opts) for w in selected}
+    runnable = [w for w in selected if not skipped[w.uuid]]
+    res.workloads = [WorkloadResult(uuid=w.uuid, axes=w.axes, status="SKIPPED", reason=skipped[w.uuid] or "not run")
+                     for w in selected]
+    by_uuid = {r.uuid: r for r in res.workloads}
+
+    if role == "candidate":
+        verdict = check_static(sol)
+        if not verdict.passed:
+            _stop(res, "REJECTED", "static", verdict.reason, "not run: rejected by the static gate")
+            res.wall_s = time.monotonic() - t0
+            return res
+    if not runnable:
+        res.status, res.reason = "SKIPPED", "no workload can run on this device: " + "; ".join(
+            sorted({r for r in skipped.values() if r}))
+        return res
+
+    limits = task.contract.limits
+    with tempfile.TemporaryDirectory(prefix="kc_log_") as logdir:
+        job = Job(task_root=str(task.root), solution=sol.to_json_dict(), role=role, device=opts.device,
+                  seed=seed, workload_uuids=[w.uuid for w in runnable], log_path=str(Path(logdir) / "worker.log"),
+                  time_it=opts.time_it, timing=opts.timing or {})
+        outcome = run_job(job, opts.build_timeout_s or limits.build_timeout_s,
+                          opts.workload_timeout_s or limits.workload_timeout_s)
+    _apply(res, by_uuid, outcome, task)
+    res.wall_s = time.monotonic() - t0
+    return res
+
+
+def _stop(res: SolutionResult, status: str, gate: str, reason: str, workload_note: str) -> None:
+    res.status, res.gate, res.reason = status, gate, reason
+    for w in res.workloads:
+        if w.reason == "not run":
+            w.reason = workload_note
+
+
+def _apply(res: SolutionResult, by_uuid: dict[str, WorkloadResult], out: JobOutcome, task: Task) -> None:
+    if out.build is not None and out.build[0] != "PASSED":
+        status, reason = out.build
+        _stop(res, status, "build", reason, f"not run: {'build failed' if status == 'COMPILE_ERROR' else reason}")
+        return
+    failed: tuple[str, str, str, str] | None = None  # (status, gate, uuid, reason)
+    for uuid, gates in out.workloads.items():
+        w = by_uuid[uuid]
+        corr = gates.get("correctness", {})
+        timing = gates.get("timing", {})
+        for fields in (corr, timing):
+            if not fields:
+                continue
+            w.status, w.reason = fields["status"], fields.get("reason", "")
+            for k in ("max_abs_error", "max_rel_error", "latency_ms", "baseline_latency_ms", "reference_latency_ms", "timing"):
+                if fields.get(k) is not None:
+                    setattr(w, k, fields[k])
+            if fields["status"] != "PASSED" and failed is None:
+                failed = (fields["status"], fields["gate"], uuid, fields.get("reason", ""))
+        if w.latency_ms:
+            if w.baseline_latency_ms:
+                w.speedup_vs_baseline = w.baseline_latency_ms / w.latency_ms
+            if w.reference_latency_ms:
+                w.speedup_vs_reference = w.reference_latency_ms / w.latency_ms
+    if out.died:
+        gate, uuid = out.died_phase or ("start", None)
+        if uuid and uuid in by_uuid:
+            by_uuid[uuid].status = out.died_status
+            by_uuid[uuid].reason = out.died
+        failed = failed or (out.died_status, gate if gate != "start" else "build", uuid or "", out.died)
+    if failed is not None:
+        status, gate, uuid, reason = failed
+        where = ""
+        if uuid:
+            axes = ", ".join(f"{k}={v}" for k, v in by_uuid[uuid].axes.items())
+            where = f"workload {uuid} ({axes}): "
+        _stop(res, status, gate, where + reason, "not run: the candidate failed an earlier workload")
+        return
+    ran = [w for w in res.workloads if w.status == "PASSED"]
+    weights = [task.contract.weight(w.uuid) for w in ran]
+    res.speedup_vs_baseline = weighted_geomean([w.speedup_vs_baseline for w in ran], weights)
+    res.speedup_vs_reference = weighted_geomean([w.speedup_vs_reference for w in ran], weights)
+    skipped = [w for w in res.workloads if w.status == "SKIPPED"]
+    if skipped:
+        res.reason = f"{len(ran)} of {len(res.workloads)} workloads evaluated; {len(skipped)} skipped"
+    res.promotable = (
+        not skipped and res.speedup_vs_baseline is not None
+        and res.speedup_vs_baseline >= task.contract.promotion.min_speedup_vs_baseline
+    )

@@ -1,0 +1,78 @@
+"""Evaluation records: one per (solution, workload, device), grouped per solution and per run.
+
+Field names equal FlashInfer-Trace's where the two overlap (status values, max_abs/rel errors,
+latency_ms, reference_latency_ms, environment.hardware / libs); the rest is kernelcraft's:
+the gate that decided, the reason, the baseline's latency, speedups, and the provenance needed to
+reproduce the number (seed, source hash, harness and timing versions, toolchain, date).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+Status = Literal[
+    "PASSED", "COMPILE_ERROR", "RUNTIME_ERROR", "TIMEOUT", "INCORRECT_SHAPE", "INCORRECT_DTYPE",
+    "INCORRECT_NUMERICAL", "REJECTED", "SKIPPED",
+]
+Gate = Literal["static", "build", "correctness", "integrity", "timing", "reference"]
+
+
+class _Record(BaseModel):
+    # inf/nan errors (a NaN where a number belongs) serialize as strings, as in FlashInfer-Trace.
+    model_config = ConfigDict(ser_json_inf_nan="strings")
+
+
+class WorkloadResult(_Record):
+    uuid: str
+    axes: dict[str, int]
+    status: Status
+    reason: str = ""  # why this workload failed or was skipped; empty when PASSED
+    max_abs_error: float | None = None  # worst |candidate - reference| over all outputs
+    max_rel_error: float | None = None  # worst |candidate - reference| / |reference|
+    latency_ms: float | None = None  # median of the candidate's timed calls
+    baseline_latency_ms: float | None = None  # median of baseline.py, interleaved with the candidate
+    reference_latency_ms: float | None = None  # median of the definition's reference, same inputs
+    speedup_vs_baseline: float | None = None  # baseline_latency_ms / latency_ms
+    speedup_vs_reference: float | None = None  # reference_latency_ms / latency_ms
+    timing: dict | None = None  # the candidate's full Timing (percentiles, reps, method)
+
+
+class SolutionResult(_Record):
+    name: str
+    status: Status
+    gate: Gate | None = None  # the gate that stopped the candidate; None when PASSED
+    reason: str = ""
+    speedup_vs_baseline: float | None = None  # weighted geometric mean over timed workloads
+    speedup_vs_reference: float | None = None
+    promotable: bool = False  # PASSED and the contract's promotion rule holds
+    author: str = ""
+    language: str = ""
+    entry_point: str = ""
+    destination_passing_style: bool | None = None
+    source_hash: str = ""  # sha256 of spec + sources (see Solution.source_hash)
+    path: str = ""  # where the solution was read from
+    wall_s: float = 0.0  # wall time of this solution's whole evaluation
+    workloads: list[WorkloadResult] = Field(default_factory=list)
+
+
+class EvalReport(_Record):
+    task: str  # the definition's name
+    task_dir: str
+    device: str
+    environment: dict
+    seed: int  # replay with --seed to draw the same inputs
+    timestamp: str  # ISO 8601, UTC
+    harness_version: str
+    timing_version: str
+    solutions: list[SolutionResult] = Field(default_factory=list)
+
+
+def weighted_geomean(values: list[float], weights: list[float]) -> float | None:
+    pairs = [(v, w) for v, w in zip(values, weights, strict=True) if v is not None and v > 0 and w > 0]
+    if not pairs:
+        return None
+    total = sum(w for _, w in pairs)
+    return math.exp(sum(w * math.log(v) for v, w in pairs) / total)

@@ -1,0 +1,171 @@
+"""Builders: turn a Solution into a Python callable inside the worker process.
+
+- ``python`` / ``triton``: the sources are written into a fresh package and the entry file imported.
+  Import failures (syntax errors included) are build failures.
+- ``cuda`` / ``cpp`` with ``binding = "torch"``: a torch C++ extension built with
+  ``torch.utils.cpp_extension.load`` for the device's compute capability only. On a machine without
+  a CUDA device every source is still compiled (nvcc for ``.cu``, the host compiler for ``.cpp``)
+  so compile errors surface, and the solution is then skipped for running.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import shutil
+import subprocess
+import sys
+import sysconfig
+from collections.abc import Callable
+from pathlib import Path
+
+from kernelcraft.solution.model import Solution
+
+CPP_SUFFIXES = (".cpp", ".cc", ".cxx", ".c")
+CUDA_SUFFIXES = (".cu",)
+
+
+class BuildError(Exception):
+    """The solution did not build; the message holds what the compiler or importer said."""
+
+
+class CannotRun(Exception):
+    """The solution built (or was checked) but cannot run on this device; the message says why."""
+
+
+def cache_root() -> Path:
+    root = Path(os.environ.get("KERNELCRAFT_CACHE", Path.home() / ".cache" / "kernelcraft"))
+    root.mkdir(parents=True, exist_ok=True)
+    return root
+
+
+def write_sources(solution: Solution, dest: Path) -> Path:
+    dest.mkdir(parents=True, exist_ok=True)
+    for src in solution.sources:
+        f = dest / src.path
+        f.parent.mkdir(parents=True, exist_ok=True)
+        f.write_text(src.content)
+    return dest
+
+
+def build(solution: Solution, device: str, workdir: Path) -> Callable:
+    lang = solution.spec.language
+    if lang in ("python", "triton"):
+        return _build_python(solution, workdir)
+    if lang in ("cuda", "cpp"):
+        binding = solution.spec.binding or "tvm-ffi"
+        if binding != "torch":
+            raise CannotRun(
+                f"spec.binding is {binding!r}; this harness builds C++/CUDA through torch extensions only "
+                "(set \"binding\": \"torch\" and expose the entry point with PYBIND11_MODULE)"
+            )
+        return _build_torch_extension(solution, device, workdir)
+    raise CannotRun(f"no builder for language {lang!r}")
+
+
+def _build_python(solution: Solution, workdir: Path) -> Callable:
+    package = f"kc_sol_{solution.source_hash[:16]}"
+    write_sources(solution, workdir / package)
+    (workdir / package / "__init__.py").touch()
+    if str(workdir) not in sys.path:
+        sys.path.insert(0, str(workdir))
+    module_name = package + "." + solution.spec.entry_file.removesuffix(".py").replace("/", ".")
+    try:
+        module = importlib.import_module(module_name)
+    except BaseException as e:  # noqa: BLE001 - any failure to import is the candidate's build failure
+        import traceback
+
+        tb = traceback.format_exception(type(e), e, e.__traceback__)
+        raise BuildError(_trim_traceback("".join(tb), workdir)) from None
+    fn = getattr(module, solution.spec.entry_symbol, None)
+    if not callable(fn):
+        raise BuildError(f"{solution.spec.entry_file} defines no callable {solution.spec.entry_symbol!r}")
+    return fn
+
+
+def _trim_traceback(text: str, workdir: Path) -> str:
+    # Keep the frames inside the candidate's own files; the harness frames only add noise for an agent.
+    return text.replace(str(workdir) + os.sep, "")
+
+
+def _arch_for(device: str, solution: Solution) -> str:
+    if device.startswith("cuda"):
+        import torch
+
+        major, minor = torch.cuda.get_device_capability(device)
+        return f"{major}{minor}"
+    names = " ".join(solution.spec.target_hardware).lower()
+    for key, arch in (("b300", "103"), ("b200", "100"), ("h100", "90"), ("h200", "90"), ("h20", "90"),
+                      ("a100", "80"), ("l40", "89"), ("l4", "89"), ("4090", "89")):
+        if key in names:
+            return arch
+    return "90"
+
+
+def _build_torch_extension(solution: Solution, device: str, workdir: Path) -> Callable:
+    import torch
+
+    h = solution.source_hash[:16]
+    arch = _arch_for(device, solution)
+    src_dir = write_sources(solution, cache_root() / "src" / h)
+    compiled = [src_dir / s.path for s in solution.sources if s.path.endswith(CPP_SUFFIXES + CUDA_SUFFIXES)]
+    if not compiled:
+        raise BuildError("no .cu or .cpp source to compile")
+    if not (device.startswith("cuda") and torch.cuda.is_available()):
+        _compile_only(compiled, src_dir, arch, h)
+        raise CannotRun(f"compiled for sm_{arch} (nvcc and host compiler, no link); running needs a CUDA device")
+    from torch.utils.cpp_extension import load
+
+    build_dir = cache_root() / "torch_ext" / f"{h}_sm{arch}"
+    build_dir.mkdir(parents=True, exist_ok=True)
+    os.environ["TORCH_CUDA_ARCH_LIST"] = f"{arch[:-1]}.{arch[-1]}"
+    try:
+        module = load(
+            name=f"kc_{h}",
+            sources=[str(p) for p in compiled],
+            extra_cflags=["-O3", "-std=c++17"],
+            extra_cuda_cflags=["-O3", "-std=c++17", "--expt-relaxed-constexpr"],
+            extra_include_paths=[str(src_dir)],
+            build_directory=str(build_dir),
+            verbose=False,
+        )
+    except Exception as e:  # noqa: BLE001 - torch raises RuntimeError with the compiler's output
+        raise BuildError(str(e)[-20000:]) from None
+    fn = getattr(module, solution.spec.entry_symbol, None)
+    if fn is None:
+        raise BuildError(f"the extension exports no {solution.spec.entry_symbol!r}; bind it in PYBIND11_MODULE")
+    return fn
+
+
+def _compile_only(sources: list[Path], src_dir: Path, arch: str, h: str) -> None:
+    """Compile every source to an object file, as the torch extension build would, without linking."""
+    import torch
+
+    out = cache_root() / "objcheck" / f"{h}_sm{arch}"
+    if (out / "ok").exists():
+        return
+    out.mkdir(parents=True, exist_ok=True)
+    torch_inc = Path(torch.__file__).parent / "include"
+    cuda_home = os.environ.get("CUDA_HOME", "/usr/local/cuda")
+    includes = [f"-I{src_dir}", f"-I{torch_inc}", f"-I{torch_inc / 'torch/csrc/api/include'}",
+                f"-I{sysconfig.get_paths()['include']}", f"-I{cuda_home}/include"]
+    defines = [f"-DTORCH_EXTENSION_NAME=kc_{h}", "-DTORCH_API_INCLUDE_EXTENSION_H",
+               f"-D_GLIBCXX_USE_CXX11_ABI={int(torch._C._GLIBCXX_USE_CXX11_ABI)}"]
+    nvcc = shutil.which("nvcc") or f"{cuda_home}/bin/nvcc"
+    cxx = os.environ.get("CXX", "c++")
+    for src in sources:
+        obj = out / (src.name + ".o")
+        if src.suffix in CUDA_SUFFIXES:
+            if not Path(nvcc).exists():
+                raise CannotRun("nvcc not found: cannot even compile CUDA sources here")
+            cmd = [nvcc, "-c", "-std=c++17", "-O3", "--expt-relaxed-constexpr",
+                   f"-gencode=arch=compute_{arch},code=sm_{arch}", "-Xcompiler", "-fPIC",
+                   *includes, *defines, "-o", str(obj), str(src)]
+        else:
+            cmd = [cxx, "-c", "-std=c++17", "-O2", "-fPIC", *includes, *defines, "-o", str(obj), str(src)]
+        proc = subprocess.run(cmd, capture_output=True, text=True)
+        if proc.returncode != 0:
+            msg = (proc.stdout + proc.stderr).replace(str(src_dir) + os.sep, "")
+            lines = [ln for ln in msg.splitlines() if "warning" not in ln.lower() or "error" in ln.lower()]
+            raise BuildError(f"{src.name} failed to compile:\n" + "\n".join(lines)[-20000:])
+    (out / "ok").touch()

@@ -1,0 +1,134 @@
+"""``contract.toml``: what kernelcraft adds to a FlashInfer-Trace task, every field with a default.
+
+A task folder without ``contract.toml`` (a KDA wishlist request, a FlashInfer-Trace entry) gets
+exactly these defaults:
+
+- ``[tolerance.<dtype>]`` atol / rtol per output dtype: :data:`kernelcraft.task.dtypes.DEFAULT_TOLERANCE`
+  (bfloat16 1e-2 / 1.6e-2, float16 1e-3 / 2e-3, float32 1e-5 / 1e-4, integers and bool exact).
+  ``[tolerance.output.<name>]`` overrides one output. An element fails when its error exceeds both
+  bounds; there is no fraction of elements allowed to fail.
+- ``[weights]`` workload uuid -> weight in the geometric mean; every workload 1.0 by default.
+- ``[inputs.<name>]`` how a ``random`` input is drawn: ``dist = "normal"`` (mean, std),
+  ``"uniform"`` (low, high) or ``"randint"`` (low inclusive, high exclusive). Default per dtype:
+  floats N(0, 1); int8 randint[-128, 128); other ints randint[-1024, 1024); uint8 randint[0, 256);
+  bool randint[0, 2) (FlashInfer-Bench's choices).
+- ``[limits]`` ``build_timeout_s`` 900 (a torch extension build can take minutes),
+  ``workload_timeout_s`` 300 (one workload's correctness run, reference included, or its timing).
+- ``[timing]`` ``budget_ms`` 500 per timed function per workload, ``min_reps`` 10, ``max_reps`` 1000,
+  ``warmup`` 3 calls.
+- ``[promotion]`` ``min_speedup_vs_baseline`` 1.0: a candidate may be promoted when it passes every
+  gate and its weighted geometric-mean speedup over the baseline is at least this.
+- ``target_hardware`` list of device names the task is meant for (informational), default any.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from kernelcraft.errors import InputError, Problem
+from kernelcraft.task.dtypes import DEFAULT_TOLERANCE, DType
+
+
+class _Strict(BaseModel):
+    # A typo in a contract must be an error, not a silently ignored default.
+    model_config = ConfigDict(extra="forbid")
+
+
+class Tolerance(_Strict):
+    atol: float = Field(ge=0)
+    rtol: float = Field(ge=0)
+
+
+class Tolerances(_Strict):
+    model_config = ConfigDict(extra="forbid")
+    output: dict[str, Tolerance] = Field(default_factory=dict)
+    # one optional table per dtype name
+    float64: Tolerance | None = None
+    float32: Tolerance | None = None
+    float16: Tolerance | None = None
+    bfloat16: Tolerance | None = None
+    float8_e4m3fn: Tolerance | None = None
+    float8_e5m2: Tolerance | None = None
+
+    def for_output(self, name: str, dtype: DType) -> Tolerance:
+        if name in self.output:
+            return self.output[name]
+        specific = getattr(self, dtype, None)
+        if specific is not None:
+            return specific
+        atol, rtol = DEFAULT_TOLERANCE[dtype]
+        return Tolerance(atol=atol, rtol=rtol)
+
+
+class InputDistribution(_Strict):
+    dist: Literal["normal", "uniform", "randint"]
+    mean: float = 0.0
+    std: float = 1.0
+    low: float = 0.0
+    high: float = 1.0
+
+
+class Limits(_Strict):
+    build_timeout_s: float = Field(default=900.0, gt=0)
+    workload_timeout_s: float = Field(default=300.0, gt=0)
+
+
+class TimingPolicy(_Strict):
+    budget_ms: float = Field(default=500.0, gt=0)
+    min_reps: int = Field(default=10, ge=1)
+    max_reps: int = Field(default=1000, ge=1)
+    warmup: int = Field(default=3, ge=1)
+
+
+class Promotion(_Strict):
+    min_speedup_vs_baseline: float = Field(default=1.0, gt=0)
+
+
+class Contract(_Strict):
+    tolerance: Tolerances = Field(default_factory=Tolerances)
+    weights: dict[str, float] = Field(default_factory=dict)
+    inputs: dict[str, InputDistribution] = Field(default_factory=dict)
+    limits: Limits = Field(default_factory=Limits)
+    timing: TimingPolicy = Field(default_factory=TimingPolicy)
+    promotion: Promotion = Field(default_factory=Promotion)
+    target_hardware: list[str] = Field(default_factory=list)
+
+    def weight(self, uuid: str) -> float:
+        return self.weights.get(uuid, 1.0)
+
+
+def load_contract(path: Path) -> Contract:
+    """Read ``contract.toml``; a missing file gives the documented defaults."""
+    if not path.exists():
+        return Contract()
+    try:
+        data = tomllib.loads(path.read_text())
+    except tomllib.TOMLDecodeError as e:
+        raise InputError(Problem(path, "", f"not valid TOML: {e}", "fix the syntax")) from None
+    try:
+        return Contract.model_validate(data)
+    except ValidationError as e:
+        raise InputError(pydantic_problems(path, e)) from None
+
+
+def pydantic_problems(path: Path | str, error: ValidationError, prefix: str = "") -> list[Problem]:
+    """One Problem per pydantic error, naming the field by its dotted location."""
+    problems = []
+    for err in error.errors():
+        loc = ".".join(str(p) for p in err["loc"] if not str(p).startswith("function-"))
+        field = f"{prefix}{loc}" if loc else prefix.rstrip(".")
+        msg = err["msg"]
+        fix = ""
+        if err["type"] == "extra_forbidden":
+            msg = "unknown field"
+            fix = "remove it or check its spelling against the documented fields"
+        elif err["type"] == "missing":
+            fix = "add it"
+        elif err["type"] == "literal_error":
+            fix = "use one of the allowed values"
+        problems.append(Problem(path, field, msg, fix))
+    return problems

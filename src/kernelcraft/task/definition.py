@@ -1,0 +1,124 @@
+"""The FlashInfer-Trace *Definition*: what to compute, over which axes, with which inputs and outputs.
+
+Field names and meanings follow FlashInfer-Trace exactly, so a ``definition.json`` written for
+FlashInfer-Bench or a KDA wishlist request loads unchanged. Extra fields are kept, not rejected, so
+files from newer FlashInfer-Trace versions still load.
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
+
+from kernelcraft.task.dtypes import ALIASES, DType
+
+DTypeName = Annotated[DType, BeforeValidator(lambda v: ALIASES.get(v, v))]
+
+
+class AxisConst(BaseModel):
+    type: Literal["const"]
+    value: int = Field(ge=0)
+    description: str | None = None
+
+
+class AxisVar(BaseModel):
+    type: Literal["var"]
+    description: str | None = None
+
+
+Axis = Annotated[AxisConst | AxisVar, Field(discriminator="type")]
+
+
+class TensorSpec(BaseModel):
+    # A list of axis names; null means a Python scalar (FlashInfer-Trace), [] a 0-d tensor.
+    shape: list[str] | None
+    dtype: DTypeName
+    description: str | None = None
+
+
+# Node types allowed in a constraint: arithmetic, comparisons and boolean logic over axis names.
+_CONSTRAINT_NODES = (
+    ast.Expression, ast.BoolOp, ast.And, ast.Or, ast.UnaryOp, ast.Not, ast.USub, ast.UAdd,
+    ast.BinOp, ast.Add, ast.Sub, ast.Mult, ast.Div, ast.FloorDiv, ast.Mod, ast.Pow,
+    ast.Compare, ast.Eq, ast.NotEq, ast.Lt, ast.LtE, ast.Gt, ast.GtE, ast.Name, ast.Load, ast.Constant,
+)
+
+
+def parse_constraint(text: str) -> ast.Expression:
+    """Parse a constraint such as ``"two_i == 2 * intermediate_size"``; raise ValueError if unsafe."""
+    tree = ast.parse(text, mode="eval")
+    for node in ast.walk(tree):
+        if not isinstance(node, _CONSTRAINT_NODES):
+            raise ValueError(f"constraint {text!r} uses {type(node).__name__}, which is not allowed")
+        if isinstance(node, ast.Constant) and not isinstance(node.value, int | float | bool):
+            raise ValueError(f"constraint {text!r} has a non-numeric constant {node.value!r}")
+    return tree
+
+
+def eval_constraint(text: str, axes: dict[str, int]) -> bool:
+    tree = parse_constraint(text)
+    names = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
+    missing = names - set(axes)
+    if missing:
+        raise ValueError(f"constraint {text!r} names unknown axes {sorted(missing)}")
+    return bool(eval(compile(tree, "<constraint>", "eval"), {"__builtins__": {}}, dict(axes)))
+
+
+class Definition(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+    name: str = Field(min_length=1)
+    op_type: str = Field(min_length=1)
+    axes: dict[str, Axis]
+    inputs: dict[str, TensorSpec]  # order = the positional argument order of `run`
+    outputs: dict[str, TensorSpec]  # order = the order of returned / destination outputs
+    reference: str = Field(min_length=1)  # Python source defining `run(*inputs) -> outputs`
+    tags: list[str] = Field(default_factory=list)
+    description: str | None = None
+    constraints: list[str] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _check(self) -> Definition:
+        for kind, specs in (("inputs", self.inputs), ("outputs", self.outputs)):
+            for name, spec in specs.items():
+                for axis in spec.shape or []:
+                    if axis not in self.axes:
+                        raise ValueError(
+                            f"{kind}.{name}.shape names axis {axis!r}, which is not in 'axes' "
+                            f"(known: {sorted(self.axes)})"
+                        )
+        both = set(self.inputs) & set(self.outputs)
+        if both:
+            raise ValueError(f"names used for both an input and an output: {sorted(both)}")
+        if not self.outputs:
+            raise ValueError("'outputs' is empty: a definition must produce something")
+        try:
+            module = ast.parse(self.reference)
+        except SyntaxError as e:
+            raise ValueError(f"'reference' is not valid Python: line {e.lineno}: {e.msg}") from None
+        if not any(isinstance(n, ast.FunctionDef) and n.name == "run" for n in module.body):
+            raise ValueError("'reference' must define a top-level function `run`")
+        for c in self.constraints:
+            parse_constraint(c)
+        return self
+
+    @property
+    def var_axes(self) -> list[str]:
+        return [n for n, a in self.axes.items() if isinstance(a, AxisVar)]
+
+    def axis_values(self, var_values: dict[str, int]) -> dict[str, int]:
+        """All axis values: the consts from the definition, the vars from a workload."""
+        values = {n: a.value for n, a in self.axes.items() if isinstance(a, AxisConst)}
+        values.update(var_values)
+        return values
+
+    def shape(self, spec: TensorSpec, axes: dict[str, int]) -> tuple[int, ...] | None:
+        return None if spec.shape is None else tuple(axes[a] for a in spec.shape)
+
+    def violated_constraints(self, axes: dict[str, int]) -> list[str]:
+        return [c for c in self.constraints if not eval_constraint(c, axes)]
+
+    def to_json_dict(self) -> dict[str, Any]:
+        return self.model_dump(mode="json", exclude_none=True)

@@ -1,0 +1,194 @@
+"""Load and validate a task folder: definition.json, workloads.jsonl, baseline.py, contract.toml.
+
+Every problem found is reported at once, each naming the file, the field and the fix.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from kernelcraft.errors import InputError, Problem
+from kernelcraft.task.contract import Contract, load_contract, pydantic_problems
+from kernelcraft.task.definition import Definition
+from kernelcraft.task.workload import Workload, WorkloadTrace
+
+SOLUTION_SUFFIXES = (".py", ".json")
+
+
+@dataclass(frozen=True)
+class Task:
+    root: Path
+    definition: Definition
+    workloads: list[Workload]
+    contract: Contract
+    baseline_path: Path
+    readme_path: Path | None = None
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def name(self) -> str:
+        return self.definition.name
+
+    def solution_paths(self) -> list[Path]:
+        """Solutions kept with the task: ``solutions/*.py``, ``*.json`` and ``*/solution.json``.
+
+        ``solutions/wrong/`` holds known-bad fixtures and is not part of the default set.
+        """
+        sdir = self.root / "solutions"
+        if not sdir.is_dir():
+            return []
+        found = []
+        for p in sorted(sdir.iterdir()):
+            if p.is_file() and p.suffix in SOLUTION_SUFFIXES and not p.name.startswith("_"):
+                found.append(p)
+            elif p.is_dir() and (p / "solution.json").is_file():
+                found.append(p)
+        return found
+
+    def workload(self, uuid_prefix: str) -> Workload:
+        hits = [w for w in self.workloads if w.uuid.startswith(uuid_prefix)]
+        if len(hits) != 1:
+            raise InputError(Problem(
+                self.root / "workloads.jsonl", "workload.uuid",
+                f"{len(hits)} workloads match {uuid_prefix!r}", "give a longer, unique uuid prefix",
+            ))
+        return hits[0]
+
+
+def load_definition(path: Path) -> Definition:
+    if not path.is_file():
+        raise InputError(Problem(path, "", "file not found", "a task folder needs definition.json"))
+    try:
+        data = json.loads(path.read_text())
+    except json.JSONDecodeError as e:
+        raise InputError(Problem(path, "", f"not valid JSON: line {e.lineno} column {e.colno}: {e.msg}")) from None
+    try:
+        return Definition.model_validate(data)
+    except ValidationError as e:
+        raise InputError(pydantic_problems(path, e)) from None
+
+
+def load_workloads(path: Path, definition: Definition) -> tuple[list[Workload], list[Problem]]:
+    problems: list[Problem] = []
+    workloads: list[Workload] = []
+    if not path.is_file():
+        return [], [Problem(path, "", "file not found", "add workloads.jsonl with one workload per line")]
+    seen: dict[str, int] = {}
+    for lineno, line in enumerate(path.read_text().splitlines(), start=1):
+        if not line.strip():
+            continue
+        where = f"{path} line {lineno}"
+        try:
+            data = json.loads(line)
+        except json.JSONDecodeError as e:
+            problems.append(Problem(where, "", f"not valid JSON: column {e.colno}: {e.msg}"))
+            continue
+        try:
+            if isinstance(data, dict) and "workload" in data:
+                rec = WorkloadTrace.model_validate(data)
+                if rec.definition != definition.name:
+                    problems.append(Problem(
+                        where, "definition", f"names {rec.definition!r}, but definition.json is {definition.name!r}",
+                        "make them equal",
+                    ))
+                w = rec.workload
+                prefix = "workload."
+            else:
+                w = Workload.model_validate(data)
+                prefix = ""
+        except ValidationError as e:
+            problems.extend(pydantic_problems(where, e, "workload." if "workload" in data else ""))
+            continue
+        problems.extend(_check_workload(where, prefix, w, definition, path.parent))
+        if w.uuid in seen:
+            problems.append(Problem(where, f"{prefix}uuid", f"duplicate of line {seen[w.uuid]}", "give each workload its own uuid"))
+        seen[w.uuid] = lineno
+        workloads.append(w)
+    if not workloads and not problems:
+        problems.append(Problem(path, "", "no workloads", "add at least one workload line"))
+    return workloads, problems
+
+
+def _check_workload(where: str, prefix: str, w: Workload, d: Definition, root: Path) -> list[Problem]:
+    problems = []
+    for axis in d.var_axes:
+        if axis not in w.axes:
+            problems.append(Problem(where, f"{prefix}axes.{axis}", f"missing value for var axis {axis!r}", "add it to \"axes\""))
+    for axis, value in w.axes.items():
+        if axis not in d.axes:
+            problems.append(Problem(where, f"{prefix}axes.{axis}", "not an axis of the definition", f"use one of {d.var_axes}"))
+        elif d.axes[axis].type == "const" and value != d.axes[axis].value:
+            problems.append(Problem(where, f"{prefix}axes.{axis}", f"const axis is {d.axes[axis].value}, workload says {value}", "drop it or make it equal"))
+        elif value < 0:
+            problems.append(Problem(where, f"{prefix}axes.{axis}", "negative size", "use a size >= 0"))
+    for name, spec in w.inputs.items():
+        if name not in d.inputs:
+            problems.append(Problem(where, f"{prefix}inputs.{name}", "not an input of the definition", f"use one of {list(d.inputs)}"))
+            continue
+        if spec.type == "scalar" and d.inputs[name].shape is not None:
+            problems.append(Problem(where, f"{prefix}inputs.{name}", "scalar value for a tensor input", "use \"random\" or \"safetensors\""))
+        if spec.type == "safetensors":
+            p = Path(spec.path) if Path(spec.path).is_absolute() else root / spec.path
+            if not p.is_file():
+                problems.append(Problem(where, f"{prefix}inputs.{name}.path", f"file {p} not found", "fix the path (relative to the task folder)"))
+    if not problems:
+        try:
+            bad = d.violated_constraints(d.axis_values(w.axes))
+        except ValueError as e:
+            bad, problems = [], [Problem(where, f"{prefix}axes", str(e))]
+        for c in bad:
+            problems.append(Problem(where, f"{prefix}axes", f"violates the definition's constraint {c!r} ({w.axes})", "change the axis values"))
+    return problems
+
+
+def _check_python_run(path: Path, what: str) -> list[Problem]:
+    if not path.is_file():
+        return [Problem(path, "", "file not found", f"add {path.name} exposing `run` ({what})")]
+    try:
+        module = ast.parse(path.read_text(), filename=str(path))
+    except SyntaxError as e:
+        return [Problem(path, f"line {e.lineno}", f"syntax error: {e.msg}")]
+    if not any(isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef) and n.name == "run" for n in module.body):
+        return [Problem(path, "run", "no top-level function `run`", f"define run() ({what})")]
+    return []
+
+
+def load_task(root: str | Path) -> Task:
+    """Load a task folder, or raise InputError listing every problem found."""
+    root = Path(root)
+    if not root.is_dir():
+        raise InputError(Problem(root, "", "not a folder", "give the path of a task folder"))
+    definition = load_definition(root / "definition.json")
+    problems: list[Problem] = []
+    workloads, wp = load_workloads(root / "workloads.jsonl", definition)
+    problems += wp
+    problems += _check_python_run(root / "baseline.py", "the best known implementation, same inputs as the reference")
+    contract: Contract | None = None
+    try:
+        contract = load_contract(root / "contract.toml")
+    except InputError as e:
+        problems += e.problems
+    warnings: list[str] = []
+    if contract is not None:
+        uuids = {w.uuid for w in workloads}
+        for uuid in contract.weights:
+            if uuid not in uuids:
+                problems.append(Problem(root / "contract.toml", f"weights.{uuid}", "no workload has this uuid", "fix or remove it"))
+        for name in contract.inputs:
+            if name not in definition.inputs:
+                problems.append(Problem(root / "contract.toml", f"inputs.{name}", "not an input of the definition", f"use one of {list(definition.inputs)}"))
+        for name in contract.tolerance.output:
+            if name not in definition.outputs:
+                problems.append(Problem(root / "contract.toml", f"tolerance.output.{name}", "not an output of the definition", f"use one of {list(definition.outputs)}"))
+    if problems:
+        raise InputError(problems)
+    readme = root / "README.md"
+    if not readme.is_file():
+        warnings.append(f"{readme}: missing (a task should say why it matters and where its shapes come from)")
+    return Task(root, definition, workloads, contract or Contract(), root / "baseline.py",
+                readme if readme.is_file() else None, warnings)

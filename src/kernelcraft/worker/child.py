@@ -1,0 +1,118 @@
+"""The worker process: builds one solution and runs it. Nothing here records results.
+
+It speaks to the parent over a pipe, announcing each phase before it starts, so that when the
+process hangs or dies the parent knows exactly where. Messages are plain tuples:
+
+- ``("phase", gate, uuid | None)`` about to start a gate (for a workload);
+- ``("build", status, reason)`` the build's outcome (``PASSED``, ``COMPILE_ERROR`` or ``SKIPPED``);
+- ``("workload", gate, uuid, fields)`` one workload's outcome for that gate;
+- ``("done",)`` finished.
+
+Module-level imports stay minimal: the Triton interpreter must be switched on before triton is
+imported anywhere in this process.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+import traceback
+from dataclasses import dataclass, field
+from pathlib import Path
+
+
+@dataclass
+class Job:
+    task_root: str
+    solution: dict  # Solution JSON
+    role: str  # "candidate", "baseline" or "torch.compile"
+    device: str
+    seed: int
+    workload_uuids: list[str]
+    log_path: str
+    time_it: bool = True
+    timing: dict = field(default_factory=dict)  # overrides of the contract's [timing]
+
+
+def worker_main(conn, job: Job) -> None:
+    log = open(job.log_path, "a", buffering=1)  # noqa: SIM115 - lives as long as the process
+    os.dup2(log.fileno(), 1)
+    os.dup2(log.fileno(), 2)
+    sys.stdout = sys.stderr = log
+    if not job.device.startswith("cuda"):
+        os.environ["TRITON_INTERPRET"] = "1"
+    try:
+        _run(conn, job)
+    except BaseException:  # noqa: BLE001 - a harness bug must still reach the parent as text
+        conn.send(("fatal", traceback.format_exc()[-4000:]))
+    finally:
+        conn.send(("done",))
+        conn.close()
+
+
+def _import_file(path: Path, module_name: str):
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(module_name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _run(conn, job: Job) -> None:
+    import torch
+
+    from kernelcraft.solution.build import BuildError, CannotRun, build
+    from kernelcraft.solution.model import Solution
+    from kernelcraft.task.loader import load_task
+
+    torch.set_grad_enabled(False)
+    task = load_task(job.task_root)
+    definition = task.definition
+    workdir = Path(tempfile.mkdtemp(prefix="kc_worker_"))
+    if job.device.startswith("cuda"):
+        torch.cuda.set_device(job.device)
+
+    # Trusted code first: the reference and the baseline are loaded before any candidate code runs.
+    ref_file = workdir / "kc_reference.py"
+    ref_file.write_text(definition.reference)
+    reference = _import_file(ref_file, "kc_reference").run
+    baseline = _import_file(task.baseline_path, "kc_baseline").run
+
+    solution = Solution.model_validate(job.solution)
+    conn.send(("phase", "build", None))
+    if job.role == "baseline":
+        fn, dps = baseline, False
+    elif job.role == "torch.compile":
+        fn, dps = torch.compile(reference), False
+    else:
+        try:
+            fn = build(solution, job.device, workdir)
+        except BuildError as e:
+            conn.send(("build", "COMPILE_ERROR", str(e)))
+            return
+        except CannotRun as e:
+            conn.send(("build", "SKIPPED", str(e)))
+            return
+        dps = solution.spec.destination_passing_style
+    conn.send(("build", "PASSED", ""))
+
+    from kernelcraft.gauntlet.runner import Runner
+
+    runner = Runner(task, fn, dps, reference, baseline, job.device, job.seed)
+    workloads = [task.workload(u) for u in job.workload_uuids]
+    for w in workloads:
+        conn.send(("phase", "correctness", w.uuid))
+        result = runner.check(w)
+        conn.send(("workload", "correctness", w.uuid, result))
+        if result["status"] != "PASSED":
+            return
+    if not job.time_it:
+        return
+    for w in workloads:
+        conn.send(("phase", "timing", w.uuid))
+        result = runner.time(w, role=job.role, **job.timing)
+        conn.send(("workload", "timing", w.uuid, result))
+        if result["status"] != "PASSED":
+            return
