@@ -27,7 +27,8 @@ err = Console(stderr=True, width=None if Console(stderr=True).is_terminal else 1
 def _fail_input(e: InputError) -> None:
     err.print("[bold red]unusable input[/]:", highlight=False)
     for p in e.problems:
-        err.print(f"  - {p}", highlight=False, markup=False)
+        # soft_wrap: a file path or a quoted field must stay on one line, for people and for grep
+        err.print(f"  - {p}", highlight=False, markup=False, soft_wrap=True)
     raise typer.Exit(2)
 
 

@@ -1,17 +1,21 @@
 """The one timer. Its version is named in every result; change the method, bump the version.
 
-``kc-timing/1``, CUDA: every repetition runs, for each function in turn (A/B interleaved, the order
-rotated every repetition so neither side always runs right after the flush):
-``synchronize -> write a buffer of 2 x L2 (evicts the L2) -> record start -> fn() -> record end``.
-The start event is recorded on the stream behind the flush kernel, so the host's launch of ``fn``
-overlaps the flush and the events bracket the device time of ``fn`` itself, not the host enqueue,
-as long as launching ``fn`` takes less host time than the flush takes device time (about 30 us
-for 120 MB on an H200). Repetitions continue until each function has used ``budget_ms`` of
-measured time or reached ``max_reps``, and at least ``min_reps``. The median is reported, with the
-25th/75th percentiles and the repetition count.
+``kc-timing/1``. Functions of the same inputs (candidate, baseline, reference) are timed A/B
+interleaved: every repetition runs each function once, the order rotated every repetition so
+neither side always runs first.
 
-CPU: the same loop with a wall clock (``time.perf_counter``) and no flush; results are labelled
-``cpu-wall`` and never mixed with GPU results.
+- CUDA, per call: ``synchronize -> overwrite a buffer of 2 x L2 (evicts the L2) -> record start ->
+  fn() -> record end``. The start event is enqueued behind the flush kernel, so the host's launch
+  of ``fn`` overlaps the flush, and the events bracket the device time of ``fn`` rather than the
+  host's enqueue, as long as launching ``fn`` takes less host time than the flush takes device
+  time (about 30 us for 120 MB on an H200).
+- CPU: a wall clock (``time.perf_counter``) around each call, no flush. Labelled ``cpu-wall``;
+  never mixed with GPU results.
+
+Stopping rule: at least ``min_reps`` repetitions, then stop once every function has accumulated
+``budget_ms`` of measured time, or the loop has used ``WALL_FACTOR x budget_ms`` of wall time per
+function (short kernels spend most of a repetition in the host loop and the flush), or
+``max_reps`` is reached. Reported: the median, the 25th/75th percentiles, the minimum, the count.
 """
 
 from __future__ import annotations
@@ -22,7 +26,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 
 TIMING_VERSION = "kc-timing/1"
-_WALL_FACTOR = 4  # wall time allowed per function, in multiples of its measured-time budget
+WALL_FACTOR = 3.0
 
 
 @dataclass
@@ -44,6 +48,50 @@ def _summary(samples: list[float], method: str) -> Timing:
     return Timing(statistics.median(s), q[0], q[2], s[0], len(s), method)
 
 
+class _CudaClock:
+    method = "cuda-events+l2flush"
+
+    def __init__(self, device: str):
+        import torch
+
+        self.torch, self.device = torch, device
+        l2 = torch.cuda.get_device_properties(device).L2_cache_size
+        self.flush = torch.empty(max(2 * l2, 1 << 20) // 4, dtype=torch.int32, device=device)
+        self.pending: list[tuple[str, object, object]] = []
+
+    def run(self, name: str, fn: Callable[[], object], rep: int) -> None:
+        torch = self.torch
+        torch.cuda.synchronize(self.device)
+        self.flush.fill_(rep)
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        fn()
+        end.record()
+        self.pending.append((name, start, end))
+
+    def collect(self) -> list[tuple[str, float]]:
+        self.torch.cuda.synchronize(self.device)
+        done = [(n, s.elapsed_time(e)) for n, s, e in self.pending]
+        self.pending = []
+        return done
+
+
+class _CpuClock:
+    method = "cpu-wall"
+
+    def __init__(self) -> None:
+        self.pending: list[tuple[str, float]] = []
+
+    def run(self, name: str, fn: Callable[[], object], rep: int) -> None:
+        t0 = time.perf_counter()
+        fn()
+        self.pending.append((name, (time.perf_counter() - t0) * 1e3))
+
+    def collect(self) -> list[tuple[str, float]]:
+        done, self.pending = self.pending, []
+        return done
+
+
 def time_interleaved(fns: dict[str, Callable[[], object]], device: str, budget_ms: float = 500.0,
                      min_reps: int = 10, max_reps: int = 1000, warmup: int = 3) -> dict[str, Timing]:
     """Time several functions of the same inputs, interleaved repetition by repetition."""
@@ -51,61 +99,19 @@ def time_interleaved(fns: dict[str, Callable[[], object]], device: str, budget_m
     for _ in range(warmup):
         for n in names:
             fns[n]()
-    if device.startswith("cuda"):
-        return _time_cuda(fns, names, device, budget_ms, min_reps, max_reps)
-    return _time_cpu(fns, names, budget_ms, min_reps, max_reps)
-
-
-def _time_cuda(fns, names, device, budget_ms, min_reps, max_reps) -> dict[str, Timing]:
-    import torch
-
-    torch.cuda.synchronize(device)
-    l2 = torch.cuda.get_device_properties(device).L2_cache_size
-    flush = torch.empty(max(2 * l2, 1 << 20) // 4, dtype=torch.int32, device=device)
+    clock = _CudaClock(device) if device.startswith("cuda") else _CpuClock()
     samples: dict[str, list[float]] = {n: [] for n in names}
-    spent = dict.fromkeys(names, 0.0)
-    rep = 0
-    wall_limit = time.perf_counter() + _WALL_FACTOR * budget_ms * len(names) / 1e3
-    while rep < max_reps:
-        order = names[rep % len(names):] + names[: rep % len(names)]
-        events = []
-        for n in order:
-            torch.cuda.synchronize(device)
-            flush.fill_(rep)
-            start = torch.cuda.Event(enable_timing=True)
-            end = torch.cuda.Event(enable_timing=True)
-            start.record()
-            fns[n]()
-            end.record()
-            events.append((n, start, end))
-        torch.cuda.synchronize(device)
-        for n, start, end in events:
-            ms = start.elapsed_time(end)
-            samples[n].append(ms)
-            spent[n] += ms
-        rep += 1
-        if rep >= min_reps and all(spent[n] >= budget_ms for n in names):
-            break
-        # A short kernel spends most of each repetition in the host loop and the flush, not in
-        # its own time: bound the wall time as well.
-        if rep >= min_reps and time.perf_counter() > wall_limit:
-            break
-    return {n: _summary(samples[n], "cuda-events+l2flush") for n in names}
-
-
-def _time_cpu(fns, names, budget_ms, min_reps, max_reps) -> dict[str, Timing]:
-    samples: dict[str, list[float]] = {n: [] for n in names}
-    spent = dict.fromkeys(names, 0.0)
+    wall_limit = time.perf_counter() + WALL_FACTOR * budget_ms * len(names) / 1e3
     rep = 0
     while rep < max_reps:
-        order = names[rep % len(names):] + names[: rep % len(names)]
-        for n in order:
-            t0 = time.perf_counter()
-            fns[n]()
-            ms = (time.perf_counter() - t0) * 1e3
+        k = rep % len(names)
+        for n in names[k:] + names[:k]:
+            clock.run(n, fns[n], rep)
+        for n, ms in clock.collect():
             samples[n].append(ms)
-            spent[n] += ms
         rep += 1
-        if rep >= min_reps and all(spent[n] >= budget_ms for n in names):
+        if rep >= min_reps and (
+            all(sum(samples[n]) >= budget_ms for n in names) or time.perf_counter() > wall_limit
+        ):
             break
-    return {n: _summary(samples[n], "cpu-wall") for n in names}
+    return {n: _summary(samples[n], clock.method) for n in names}

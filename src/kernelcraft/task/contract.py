@@ -121,7 +121,7 @@ def pydantic_problems(path: Path | str, error: ValidationError, prefix: str = ""
     for err in error.errors():
         loc = ".".join(str(p) for p in err["loc"] if not str(p).startswith("function-"))
         field = f"{prefix}{loc}" if loc else prefix.rstrip(".")
-        msg = err["msg"]
+        msg = err["msg"].removeprefix("Value error, ")
         fix = ""
         if err["type"] == "extra_forbidden":
             msg = "unknown field"

@@ -1,0 +1,75 @@
+"""Shared test helpers: small copies of the catalog's tasks, and running the real command."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+TASKS = ROOT / "tasks"
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+
+# Small shapes per task, inside each definition's constraints: the Triton interpreter is slow.
+SMALL_AXES = {
+    "rmsnorm": [{"batch_size": 1}, {"batch_size": 3}],
+    "silu_mul": [{"num_tokens": 1}, {"num_tokens": 2}],
+    "softmax": [{"num_rows": 1, "width": 1000}, {"num_rows": 3, "width": 4099}, {"num_rows": 2, "width": 32768}],
+}
+
+
+def small_task(name: str, dest: Path, axes_list: list[dict] | None = None) -> Path:
+    """A copy of tasks/<name> whose workloads.jsonl holds only small workloads."""
+    src = TASKS / name
+    out = dest / name
+    shutil.copytree(src, out)
+    definition = json.loads((src / "definition.json").read_text())
+    template = json.loads((src / "workloads.jsonl").read_text().splitlines()[0])
+    lines = []
+    for axes in axes_list or SMALL_AXES[name]:
+        rec = json.loads(json.dumps(template))
+        rec["workload"]["uuid"] = str(uuid.uuid4())
+        rec["workload"]["axes"] = axes
+        rec["definition"] = definition["name"]
+        lines.append(json.dumps(rec))
+    (out / "workloads.jsonl").write_text("\n".join(lines) + "\n")
+    return out
+
+
+def kc(*args: str, timeout: float = 900) -> subprocess.CompletedProcess:
+    """Run the real `kernelcraft` command (python -m kernelcraft) and capture its output."""
+    return subprocess.run([sys.executable, "-m", "kernelcraft", *map(str, args)], capture_output=True,
+                          text=True, timeout=timeout, cwd=ROOT)
+
+
+def eval_json(task_dir: Path, *solutions: Path | str, extra: tuple[str, ...] = (), tmp: Path) -> dict:
+    out = tmp / f"eval_{uuid.uuid4().hex[:8]}.json"
+    proc = kc("eval", task_dir, *solutions, "--device", "cpu", "--budget-ms", "20", "--json", out, *extra)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return json.loads(out.read_text())
+
+
+@pytest.fixture(scope="session")
+def small_tasks(tmp_path_factory) -> dict[str, Path]:
+    base = tmp_path_factory.mktemp("tasks")
+    return {name: small_task(name, base) for name in SMALL_AXES}
+
+
+def pytest_collection_modifyitems(config, items):
+    try:
+        import torch
+
+        has_cuda = torch.cuda.is_available()
+    except ImportError:
+        has_cuda = False
+    if has_cuda:
+        return
+    skip = pytest.mark.skip(reason="needs a CUDA device: torch.cuda.is_available() is False on this machine")
+    for item in items:
+        if "gpu" in item.keywords:
+            item.add_marker(skip)

@@ -1,0 +1,132 @@
+"""The gauntlet end to end on CPU: real Triton kernels through the interpreter, in worker processes.
+
+Correct solutions pass; every known-wrong fixture gets its status and a message that says where;
+CUDA solutions are compiled with nvcc and skipped for running.
+"""
+
+from __future__ import annotations
+
+import tomllib
+
+import pytest
+
+from conftest import FIXTURES, TASKS, eval_json
+
+TASK_NAMES = ["rmsnorm", "silu_mul", "softmax"]
+WORKLOAD_FIELDS = {"uuid", "status", "max_abs_error", "max_rel_error", "latency_ms", "baseline_latency_ms",
+                   "reference_latency_ms"}
+SOLUTION_FIELDS = {"name", "status", "gate", "reason", "speedup_vs_baseline", "speedup_vs_reference", "workloads"}
+
+
+def _wrong_cases():
+    for task in TASK_NAMES:
+        manifest = TASKS / task / "solutions" / "wrong" / "expected.toml"
+        for name, exp in tomllib.loads(manifest.read_text()).items():
+            yield pytest.param(task, name, exp, id=f"{task}-{name}")
+
+
+@pytest.mark.parametrize("task", TASK_NAMES)
+def test_catalog_solutions_on_cpu(task, small_tasks, tmp_path):
+    rep = eval_json(small_tasks[task], tmp=tmp_path)
+    assert {"task", "device", "environment", "solutions"} <= set(rep)
+    assert rep["device"] == "cpu" and rep["environment"]["hardware"].startswith("CPU")
+    by_name = {s["name"]: s for s in rep["solutions"]}
+    assert by_name["baseline"]["status"] == "PASSED"
+    languages = set()
+    for s in rep["solutions"]:
+        assert SOLUTION_FIELDS <= set(s)
+        languages.add(s["language"])
+        if s["language"] == "cuda":
+            # built for real with nvcc and the host compiler, then skipped: no GPU here
+            assert s["status"] == "SKIPPED", s["reason"]
+            assert "compiled for sm_90" in s["reason"] and "needs a CUDA device" in s["reason"]
+            continue
+        assert s["status"] == "PASSED", (s["name"], s["reason"])
+        assert s["gate"] is None
+        for w in s["workloads"]:
+            assert WORKLOAD_FIELDS <= set(w)
+            assert w["status"] == "PASSED"
+            assert w["max_abs_error"] is not None and w["latency_ms"] > 0
+            assert w["baseline_latency_ms"] > 0 and w["reference_latency_ms"] > 0
+            assert w["timing"]["method"] == "cpu-wall"
+        assert s["speedup_vs_baseline"] > 0 and s["speedup_vs_reference"] > 0
+    assert {"triton", "cuda"} <= languages
+
+
+@pytest.mark.parametrize("task, name, exp", list(_wrong_cases()))
+def test_wrong_fixture_is_caught(task, name, exp, small_tasks, tmp_path):
+    wrong = small_tasks[task] / "solutions" / "wrong"
+    path = wrong / f"{name}.py" if (wrong / f"{name}.py").exists() else wrong / name
+    extra = ("--timeout", "15") if exp["status"] == "TIMEOUT" else ()
+    rep = eval_json(small_tasks[task], path, extra=extra, tmp=tmp_path)
+    [s] = rep["solutions"]
+    assert s["status"] == exp["status"], s["reason"]
+    reason = s["reason"]
+    if exp["status"].startswith("INCORRECT") or exp["status"] in ("RUNTIME_ERROR", "TIMEOUT"):
+        failing = [w for w in s["workloads"] if w["status"] == exp["status"]]
+        assert failing, s["workloads"]
+        assert f"workload {failing[0]['uuid']}" in reason  # says which workload
+    if exp["status"] == "INCORRECT_NUMERICAL":
+        assert "worst at index" in reason or "NaN/Inf" in reason
+        assert "expected" in reason
+    if exp["status"] == "INCORRECT_SHAPE":
+        assert "shape" in reason and "expected" in reason
+    if exp["status"] == "INCORRECT_DTYPE":
+        assert "dtype" in reason and "expected bfloat16" in reason
+    if exp["status"] == "TIMEOUT":
+        assert "no progress within 15 s" in reason
+    if exp["status"] == "REJECTED":
+        assert s["gate"] == exp.get("gate", s["gate"])
+    if exp["status"] == "COMPILE_ERROR":
+        assert s["gate"] == "build" and reason
+    for fragment in exp.get("reason_contains", []):
+        assert fragment in reason, reason
+
+
+def test_crash_does_not_lose_neighbours(small_tasks, tmp_path):
+    """A candidate that kills its worker gets a verdict; the solutions after it still run."""
+    t = small_tasks["softmax"]
+    good = next(p for p in (t / "solutions").iterdir() if p.suffix == ".py")
+    crash = t / "solutions" / "wrong" / "crashes.py"
+    rep = eval_json(t, good, crash, good, tmp=tmp_path)
+    statuses = [s["status"] for s in rep["solutions"]]
+    assert statuses == ["PASSED", "RUNTIME_ERROR", "PASSED"]
+    assert "SIGSEGV" in rep["solutions"][1]["reason"] or "signal" in rep["solutions"][1]["reason"]
+
+
+def test_seed_replays_inputs(small_tasks, tmp_path):
+    t = small_tasks["rmsnorm"]
+    sol = t / "solutions" / "triton_dps"
+    runs = [eval_json(t, sol, extra=("--seed", str(s), "--no-timing"), tmp=tmp_path) for s in (11, 11, 12)]
+    errs = [[w["max_abs_error"] for w in r["solutions"][0]["workloads"]] for r in runs]
+    assert runs[0]["seed"] == 11
+    assert errs[0] == errs[1]
+    assert errs[0] != errs[2]
+
+
+def test_fresh_seed_each_run(small_tasks, tmp_path):
+    t = small_tasks["rmsnorm"]
+    sol = t / "solutions" / "triton_dps"
+    seeds = {eval_json(t, sol, extra=("--no-timing",), tmp=tmp_path)["seed"] for _ in range(2)}
+    assert len(seeds) == 2
+
+
+def test_foreign_task_and_fib_solution_evaluate_unchanged(tmp_path):
+    """A KDA request folder and a FlashInfer-Trace Solution (inline sources, DPS by default)."""
+    task = FIXTURES / "kda_gelu_request"
+    rep = eval_json(task, extra=(), tmp=tmp_path)
+    assert [s["name"] for s in rep["solutions"]] == ["baseline"]
+    assert rep["solutions"][0]["status"] == "PASSED"
+    rep = eval_json(task, FIXTURES / "fib_solutions" / "gelu_triton_dps.json", tmp=tmp_path)
+    [s] = rep["solutions"]
+    assert s["status"] == "PASSED", s["reason"]
+    assert s["destination_passing_style"] is True and s["language"] == "triton"
+
+
+def test_with_compile_adds_torch_compile_row(tmp_path):
+    rep = eval_json(FIXTURES / "kda_gelu_request", "--with-compile", extra=("--workload", "0060a857"), tmp=tmp_path)
+    names = [s["name"] for s in rep["solutions"]]
+    assert names == ["baseline", "torch.compile"]
+    row = rep["solutions"][1]
+    assert row["status"] == "PASSED", row["reason"]
+    assert row["workloads"][0]["latency_ms"] > 0

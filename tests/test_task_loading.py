@@ -1,0 +1,163 @@
+"""Task folders: the catalog and a foreign (KDA-style) folder load; broken folders are refused
+with exit code 2 and a message naming the file, the field and the fix."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from conftest import FIXTURES, TASKS, kc
+from kernelcraft.errors import InputError
+from kernelcraft.task import load_task
+
+
+@pytest.mark.parametrize("name", ["rmsnorm", "silu_mul", "softmax"])
+def test_catalog_task_checks(name):
+    proc = kc("task", "check", TASKS / name)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "ok" in proc.stdout
+    task = load_task(TASKS / name)
+    assert task.readme_path is not None, "every catalog task has a README"
+    assert len(task.solution_paths()) >= 2
+
+
+def test_kda_request_folder_loads_unchanged():
+    task = load_task(FIXTURES / "kda_gelu_request")
+    assert not (task.root / "contract.toml").exists()
+    tol = task.contract.tolerance.for_output("out", "float16")
+    assert (tol.atol, tol.rtol) == (1e-3, 2e-3)  # the documented default for float16
+    assert [w.axes["num_tokens"] for w in task.workloads] == [1, 3, 8]
+
+
+def _copy(tmp_path: Path, name: str = "rmsnorm") -> Path:
+    dest = tmp_path / name
+    shutil.copytree(TASKS / name, dest)
+    return dest
+
+
+def _refused(task_dir: Path, *expected: str) -> str:
+    proc = kc("task", "check", task_dir)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    for text in expected:
+        assert text in proc.stderr, f"{text!r} not in:\n{proc.stderr}"
+    return proc.stderr
+
+
+def test_missing_definition(tmp_path):
+    d = _copy(tmp_path)
+    (d / "definition.json").unlink()
+    _refused(d, "definition.json", "file not found")
+
+
+def test_definition_not_json(tmp_path):
+    d = _copy(tmp_path)
+    (d / "definition.json").write_text("{ not json")
+    _refused(d, "definition.json", "not valid JSON: line 1")
+
+
+def test_definition_bad_dtype_names_the_field(tmp_path):
+    d = _copy(tmp_path)
+    data = json.loads((d / "definition.json").read_text())
+    data["inputs"]["weight"]["dtype"] = "bf16"
+    (d / "definition.json").write_text(json.dumps(data))
+    _refused(d, "definition.json", "field 'inputs.weight.dtype'", "use one of the allowed values")
+
+
+def test_definition_unknown_axis(tmp_path):
+    d = _copy(tmp_path)
+    data = json.loads((d / "definition.json").read_text())
+    data["inputs"]["weight"]["shape"] = ["hidden"]
+    (d / "definition.json").write_text(json.dumps(data))
+    _refused(d, "definition.json", "names axis 'hidden', which is not in 'axes'")
+
+
+def test_reference_without_run(tmp_path):
+    d = _copy(tmp_path)
+    data = json.loads((d / "definition.json").read_text())
+    data["reference"] = "import torch\n\ndef forward(x):\n    return x\n"
+    (d / "definition.json").write_text(json.dumps(data))
+    _refused(d, "must define a top-level function `run`")
+
+
+def test_workload_missing_axis_names_line_and_field(tmp_path):
+    d = _copy(tmp_path)
+    lines = (d / "workloads.jsonl").read_text().splitlines()
+    rec = json.loads(lines[1])
+    rec["workload"]["axes"] = {}
+    lines[1] = json.dumps(rec)
+    (d / "workloads.jsonl").write_text("\n".join(lines) + "\n")
+    _refused(d, "workloads.jsonl line 2", "field 'workload.axes.batch_size'", "missing value for var axis")
+
+
+def test_workload_forbidden_shape(tmp_path):
+    d = _copy(tmp_path)
+    lines = (d / "workloads.jsonl").read_text().splitlines()
+    rec = json.loads(lines[0])
+    rec["workload"]["axes"] = {"batch_size": 0}
+    lines[0] = json.dumps(rec)
+    (d / "workloads.jsonl").write_text("\n".join(lines) + "\n")
+    _refused(d, "workloads.jsonl line 1", "violates the definition's constraint 'batch_size >= 1'")
+
+
+def test_workload_wrong_definition_name_and_bad_json(tmp_path):
+    d = _copy(tmp_path)
+    lines = (d / "workloads.jsonl").read_text().splitlines()
+    rec = json.loads(lines[0])
+    rec["definition"] = "something_else"
+    lines[0] = json.dumps(rec)
+    lines.append("{oops")
+    (d / "workloads.jsonl").write_text("\n".join(lines) + "\n")
+    err = _refused(d, "names 'something_else'", "not valid JSON")
+    assert f"line {len(lines)}" in err  # both problems reported at once
+
+
+def test_contract_typo_is_an_error(tmp_path):
+    d = _copy(tmp_path)
+    (d / "contract.toml").write_text("[tolerance.bfloat17]\natol = 1e-2\nrtol = 1e-2\n")
+    _refused(d, "contract.toml", "field 'tolerance.bfloat17'", "unknown field")
+
+
+def test_contract_weight_for_unknown_workload(tmp_path):
+    d = _copy(tmp_path)
+    (d / "contract.toml").write_text('[weights]\n"no-such-uuid" = 2.0\n')
+    _refused(d, "contract.toml", "field 'weights.no-such-uuid'", "no workload has this uuid")
+
+
+def test_baseline_without_run(tmp_path):
+    d = _copy(tmp_path)
+    (d / "baseline.py").write_text("def forward(x):\n    return x\n")
+    _refused(d, "baseline.py", "no top-level function `run`")
+
+
+def test_malformed_solution_record(tmp_path):
+    d = _copy(tmp_path)
+    sol = d / "solutions" / "broken.json"
+    sol.write_text(json.dumps({"name": "broken", "definition": "rmsnorm_bf16_h4096", "author": "me",
+                               "spec": {"language": "triton", "entry_point": "main.py::run"},
+                               "sources": [{"path": "kernel.py", "content": "x = 1"}]}))
+    _refused(d, "broken.json", "entry_point file 'main.py' is not among the sources")
+
+
+def test_eval_missing_solution_file_exits_2(tmp_path):
+    proc = kc("eval", TASKS / "rmsnorm", tmp_path / "nope.py", "--device", "cpu")
+    assert proc.returncode == 2
+    assert "nope.py" in proc.stderr and "not found" in proc.stderr
+
+
+def test_eval_unknown_workload_prefix_exits_2():
+    proc = kc("eval", TASKS / "rmsnorm", "--device", "cpu", "--workload", "zzzz")
+    assert proc.returncode == 2
+    assert "0 workloads match 'zzzz'" in proc.stderr
+
+
+def test_load_task_collects_every_problem(tmp_path):
+    d = _copy(tmp_path)
+    (d / "baseline.py").unlink()
+    (d / "contract.toml").write_text("[limits]\nbuild_timeout_s = -1\n")
+    with pytest.raises(InputError) as e:
+        load_task(d)
+    text = str(e.value)
+    assert "baseline.py" in text and "limits.build_timeout_s" in text
