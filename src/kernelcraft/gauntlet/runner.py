@@ -7,7 +7,6 @@ must equal pristine copies and the outputs must not alias them.
 
 from __future__ import annotations
 
-import traceback
 from collections.abc import Callable
 from typing import Any
 
@@ -15,6 +14,7 @@ import torch
 
 from kernelcraft.gauntlet.compare import compare, normalize_outputs
 from kernelcraft.measure.timing import time_interleaved
+from kernelcraft.solution._traceback import candidate_traceback
 from kernelcraft.task.dtypes import torch_dtype
 from kernelcraft.task.inputs import make_inputs
 from kernelcraft.task.loader import Task
@@ -27,13 +27,6 @@ def _clone(args: list[Any]) -> list[Any]:
 
 def _upcast(args: list[Any]) -> list[Any]:
     return [a.to(torch.float64) if isinstance(a, torch.Tensor) and a.is_floating_point() else a for a in args]
-
-
-def _error_text(e: BaseException) -> str:
-    tb = traceback.format_exception(type(e), e, e.__traceback__)
-    # The candidate's frames and the error itself; harness frames are noise to an agent.
-    keep = [ln for ln in tb if "kernelcraft/gauntlet" not in ln and "kernelcraft/worker" not in ln]
-    return "".join(keep)[-3000:]
 
 
 def _is_compile_error(e: BaseException) -> bool:
@@ -100,7 +93,7 @@ class Runner:
         except BaseException as e:  # noqa: BLE001 - whatever the candidate raises is its verdict
             status = "COMPILE_ERROR" if _is_compile_error(e) else "RUNTIME_ERROR"
             return {"status": status, "gate": "build" if status == "COMPILE_ERROR" else "correctness",
-                    "reason": _error_text(e)}
+                    "reason": candidate_traceback(e)}
         integrity = self._integrity(pristine, args, outputs)
         if integrity:
             return {"status": "REJECTED", "gate": "integrity", "reason": integrity}
@@ -109,7 +102,7 @@ class Runner:
             self._sync()
         except Exception as e:  # noqa: BLE001
             return {"status": "RUNTIME_ERROR", "gate": "reference",
-                    "reason": f"the task's reference failed (not the candidate's fault): {_error_text(e)}"}
+                    "reason": f"the task's reference failed (not the candidate's fault): {candidate_traceback(e)}"}
         c = compare(outputs, expected, self.d, self.task.contract, axes, self.device)
         return {"status": c.status, "gate": "correctness", "reason": c.reason, "max_abs_error": c.max_abs_error,
                 "max_rel_error": c.max_rel_error, "reference_precision": precision}
@@ -149,7 +142,7 @@ class Runner:
             t = time_interleaved(fns, self.device, budget_ms=p["budget_ms"], min_reps=p["min_reps"],
                                  max_reps=p["max_reps"], warmup=p["warmup"])
         except BaseException as e:  # noqa: BLE001
-            return {"status": "RUNTIME_ERROR", "gate": "timing", "reason": _error_text(e)}
+            return {"status": "RUNTIME_ERROR", "gate": "timing", "reason": candidate_traceback(e)}
         # Check again after timing: a kernel that is right once and wrong when called repeatedly fails.
         again = self.check(w)
         if again["status"] != "PASSED":

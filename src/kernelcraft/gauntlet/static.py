@@ -85,6 +85,14 @@ def _triton_kernels(text: str) -> tuple[set[str], set[str]]:
     return kernels, launched
 
 
+def _parses(text: str) -> bool:
+    try:
+        ast.parse(text)
+    except SyntaxError:
+        return False
+    return True
+
+
 def check_static(solution: Solution) -> StaticVerdict:
     lang = solution.spec.language
     findings: list[str] = []
@@ -98,6 +106,9 @@ def check_static(solution: Solution) -> StaticVerdict:
             if m:
                 line = s.content[: m.start()].count("\n") + 1
                 findings.append(f"{s.path}:{line}: {why} ({m.group(0).strip()})")
+    if any(not _parses(s.content) for s in py_sources):
+        # A syntax error is the build gate's to report, with the importer's own message and line.
+        lang = "unparsable"
     if lang == "triton":
         kernels, launched = set(), set()
         for s in py_sources:

@@ -19,6 +19,7 @@ import sysconfig
 from collections.abc import Callable
 from pathlib import Path
 
+from kernelcraft.solution._traceback import candidate_traceback
 from kernelcraft.solution.model import Solution
 
 CPP_SUFFIXES = (".cpp", ".cc", ".cxx", ".c")
@@ -73,19 +74,11 @@ def _build_python(solution: Solution, workdir: Path) -> Callable:
     try:
         module = importlib.import_module(module_name)
     except BaseException as e:  # noqa: BLE001 - any failure to import is the candidate's build failure
-        import traceback
-
-        tb = traceback.format_exception(type(e), e, e.__traceback__)
-        raise BuildError(_trim_traceback("".join(tb), workdir)) from None
+        raise BuildError(candidate_traceback(e)) from None
     fn = getattr(module, solution.spec.entry_symbol, None)
     if not callable(fn):
         raise BuildError(f"{solution.spec.entry_file} defines no callable {solution.spec.entry_symbol!r}")
     return fn
-
-
-def _trim_traceback(text: str, workdir: Path) -> str:
-    # Keep the frames inside the candidate's own files; the harness frames only add noise for an agent.
-    return text.replace(str(workdir) + os.sep, "")
 
 
 def _arch_for(device: str, solution: Solution) -> str:
