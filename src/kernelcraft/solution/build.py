@@ -130,6 +130,18 @@ def _build_torch_extension(solution: Solution, device: str, workdir: Path) -> Ca
     return fn
 
 
+def _missing_toolkit_header(compiler_output: str, sources: list[Path]) -> str | None:
+    """A header the compiler could not find that is none of the solution's own files: the
+    machine's toolkit is incomplete (a CPU box with nvcc but no cuBLAS headers), not the source wrong."""
+    import re
+
+    own = {p.name for p in sources}
+    for m in re.finditer(r"fatal error: ([\w./-]+): No such file or directory", compiler_output):
+        if Path(m.group(1)).name not in own:
+            return m.group(1)
+    return None
+
+
 def _compile_only(sources: list[Path], src_dir: Path, arch: str, h: str) -> None:
     """Compile every source to an object file, as the torch extension build would, without linking."""
     import torch
@@ -142,6 +154,13 @@ def _compile_only(sources: list[Path], src_dir: Path, arch: str, h: str) -> None
     cuda_home = os.environ.get("CUDA_HOME", "/usr/local/cuda")
     includes = [f"-I{src_dir}", f"-I{torch_inc}", f"-I{torch_inc / 'torch/csrc/api/include'}",
                 f"-I{sysconfig.get_paths()['include']}", f"-I{cuda_home}/include"]
+    if not (torch_inc / "c10/cuda/impl/cuda_cmake_macros.h").exists():
+        # CPU builds of torch ship c10/cuda headers without this generated one; it only sets
+        # build macros, and nothing is linked here, so an equivalent stub is enough to compile.
+        stub = cache_root() / "stub_include"
+        (stub / "c10/cuda/impl").mkdir(parents=True, exist_ok=True)
+        (stub / "c10/cuda/impl/cuda_cmake_macros.h").write_text("#pragma once\n#define C10_CUDA_BUILD_SHARED_LIBS\n")
+        includes.append(f"-I{stub}")
     defines = [f"-DTORCH_EXTENSION_NAME=kc_{h}", "-DTORCH_API_INCLUDE_EXTENSION_H",
                f"-D_GLIBCXX_USE_CXX11_ABI={int(torch._C._GLIBCXX_USE_CXX11_ABI)}"]
     nvcc = shutil.which("nvcc") or f"{cuda_home}/bin/nvcc"
@@ -159,6 +178,10 @@ def _compile_only(sources: list[Path], src_dir: Path, arch: str, h: str) -> None
         proc = subprocess.run(cmd, capture_output=True, text=True)
         if proc.returncode != 0:
             msg = (proc.stdout + proc.stderr).replace(str(src_dir) + os.sep, "")
+            missing = _missing_toolkit_header(msg, sources)
+            if missing:
+                raise CannotRun(f"cannot compile-check here: this machine's CUDA toolkit lacks {missing} "
+                                f"(needed by {src.name} through its includes); build it on the target device")
             lines = [ln for ln in msg.splitlines() if "warning" not in ln.lower() or "error" in ln.lower()]
             raise BuildError(f"{src.name} failed to compile:\n" + "\n".join(lines)[-20000:])
     (out / "ok").touch()
