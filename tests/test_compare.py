@@ -6,9 +6,10 @@ import math
 
 import torch
 
-from conftest import TASKS
 from kernelcraft.gauntlet.compare import compare, normalize_outputs
 from kernelcraft.task import load_task
+
+from conftest import TASKS
 
 TASK = load_task(TASKS / "softmax")
 D, C = TASK.definition, TASK.contract

@@ -9,7 +9,7 @@ import uuid
 
 import pytest
 
-from conftest import TASKS, kc
+from conftest import kc
 
 pytestmark = pytest.mark.gpu
 TASK_NAMES = ["rmsnorm", "silu_mul", "softmax"]

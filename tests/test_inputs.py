@@ -8,9 +8,10 @@ import shutil
 import torch
 from safetensors.torch import save_file
 
-from conftest import FIXTURES, TASKS
 from kernelcraft.task import load_task
 from kernelcraft.task.inputs import make_inputs
+
+from conftest import FIXTURES, TASKS
 
 
 def test_same_seed_same_inputs_other_seed_other_inputs():

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from conftest import TASKS
 from kernelcraft.gauntlet.static import check_static
 from kernelcraft.solution import BuildSpec, Solution, SourceFile, load_solution
 from kernelcraft.task import load_task
+
+from conftest import TASKS
 
 KERNEL = '''
 import triton

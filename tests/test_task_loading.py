@@ -9,9 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from conftest import FIXTURES, TASKS, kc
 from kernelcraft.errors import InputError
 from kernelcraft.task import load_task
+
+from conftest import FIXTURES, TASKS, kc
 
 
 @pytest.mark.parametrize("name", ["rmsnorm", "silu_mul", "softmax"])

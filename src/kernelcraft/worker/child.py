@@ -72,7 +72,7 @@ def _run(conn, job: Job) -> None:
     definition = task.definition
     workdir = Path(tempfile.mkdtemp(prefix="kc_worker_"))
     if job.device.startswith("cuda"):
-        torch.cuda.set_device(job.device)
+        torch.cuda.set_device(torch.device(job.device).index or 0)
 
     # Trusted code first: the reference and the baseline are loaded before any candidate code runs.
     ref_file = workdir / "kc_reference.py"
