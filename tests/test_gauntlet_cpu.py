@@ -130,3 +130,16 @@ def test_with_compile_adds_torch_compile_row(tmp_path):
     row = rep["solutions"][1]
     assert row["status"] == "PASSED", row["reason"]
     assert row["workloads"][0]["latency_ms"] > 0
+
+
+def test_independently_written_fib_task_with_two_outputs(tmp_path):
+    """Written by a contributor from the FlashInfer-Trace spec alone, never edited here: a task with
+    two outputs (a tuple from the reference and the baseline) and a DPS Triton solution writing both."""
+    task = FIXTURES / "foreign_fused_add_rmsnorm"
+    rep = eval_json(task, FIXTURES / "fib_solutions" / "fused_add_rmsnorm_triton.json", tmp=tmp_path)
+    [s] = rep["solutions"]
+    assert s["status"] == "PASSED", s["reason"]
+    assert s["destination_passing_style"] is True
+    assert all(w["status"] == "PASSED" for w in s["workloads"])
+    rep = eval_json(task, extra=("--no-timing",), tmp=tmp_path)
+    assert rep["solutions"][0]["name"] == "baseline" and rep["solutions"][0]["status"] == "PASSED"

@@ -82,6 +82,14 @@ def _run(conn, job: Job) -> None:
 
     solution = Solution.model_validate(job.solution)
     conn.send(("phase", "build", None))
+    if solution.spec.language == "triton":
+        # Import triton here, as the harness: if it cannot start (a missing numpy for the CPU
+        # interpreter, a broken install), that is this machine's problem, not the candidate's.
+        try:
+            import triton  # noqa: F401
+        except Exception as e:  # noqa: BLE001
+            conn.send(("build", "SKIPPED", f"triton cannot be imported on this machine: {type(e).__name__}: {e}"))
+            return
     if job.role == "baseline":
         fn, dps = baseline, False
     elif job.role == "torch.compile":
