@@ -54,6 +54,16 @@ def eval_json(task_dir: Path, *solutions: Path | str, extra: tuple[str, ...] = (
     return json.loads(out.read_text())
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _fresh_build_cache(tmp_path_factory):
+    """Every test session builds from scratch: a CUDA source that compiled in an earlier session
+    must not pass the compile check from a stale cache entry."""
+    import os
+
+    os.environ["KERNELCRAFT_CACHE"] = str(tmp_path_factory.mktemp("kc_cache"))
+    yield
+
+
 @pytest.fixture(scope="session")
 def small_tasks(tmp_path_factory) -> dict[str, Path]:
     base = tmp_path_factory.mktemp("tasks")
