@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -43,8 +44,10 @@ def small_task(name: str, dest: Path, axes_list: list[dict] | None = None) -> Pa
 
 def kc(*args: str, timeout: float = 900) -> subprocess.CompletedProcess:
     """Run the real `kernelcraft` command (python -m kernelcraft) and capture its output."""
+    # Import the tree under test, whatever an editable install elsewhere points at.
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT / "src"), os.environ.get("PYTHONPATH", "")]))
     return subprocess.run([sys.executable, "-m", "kernelcraft", *map(str, args)], capture_output=True,
-                          text=True, timeout=timeout, cwd=ROOT)
+                          text=True, timeout=timeout, cwd=ROOT, env=env)
 
 
 def eval_json(task_dir: Path, *solutions: Path | str, extra: tuple[str, ...] = (), tmp: Path) -> dict:
@@ -58,8 +61,6 @@ def eval_json(task_dir: Path, *solutions: Path | str, extra: tuple[str, ...] = (
 def _fresh_build_cache(tmp_path_factory):
     """Every test session builds from scratch: a CUDA source that compiled in an earlier session
     must not pass the compile check from a stale cache entry."""
-    import os
-
     os.environ["KERNELCRAFT_CACHE"] = str(tmp_path_factory.mktemp("kc_cache"))
     yield
 

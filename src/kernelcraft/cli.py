@@ -13,12 +13,14 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from kernelcraft.errors import InputError
+from kernelcraft.errors import InputError, Problem
 
 app = typer.Typer(add_completion=False, no_args_is_help=True,
                   help="Verify, measure and record GPU kernels against a task contract.")
 task_app = typer.Typer(no_args_is_help=True, help="Task folders: check them.")
 app.add_typer(task_app, name="task")
+import_app = typer.Typer(no_args_is_help=True, help="Turn problems written for other tools into task folders.")
+app.add_typer(import_app, name="import")
 # Tables are the point of the output: do not squeeze them to 80 columns when piped to a file.
 console = Console(width=None if Console().is_terminal else 160)
 err = Console(stderr=True, width=None if Console(stderr=True).is_terminal else 160)
@@ -90,6 +92,7 @@ def eval_cmd(
     cpu_max_mb: Annotated[float, typer.Option(help="on cpu, skip workloads that move more than this many MB")] = 16.0,
     budget_ms: Annotated[float | None, typer.Option(help="measured time per timed function per workload (default: the contract's)")] = None,
     no_timing: Annotated[bool, typer.Option("--no-timing", help="check correctness only")] = False,
+    traces: Annotated[Path | None, typer.Option(help="also append FlashInfer-Trace Trace records under this folder")] = None,
 ) -> None:
     """Run the gauntlet on solutions of a task and print (and optionally record) the verdicts."""
     from kernelcraft.gauntlet import Options, baseline_solution, compile_solution, evaluate
@@ -131,6 +134,50 @@ def eval_cmd(
         json_path.parent.mkdir(parents=True, exist_ok=True)
         json_path.write_text(report.model_dump_json(indent=2) + "\n")
         console.print(f"wrote {json_path}")
+    if traces:
+        from kernelcraft.interop.fib import write_traces
+
+        console.print(f"appended traces to {write_traces(report, task, traces)}")
+
+
+def _print_import(report, out: Path) -> None:
+    from rich.markup import escape
+
+    for p in report.converted:
+        console.print(f"  [green]converted[/] {escape(str(p))}", highlight=False)
+    for what, why in report.failures:
+        console.print(f"  [red]not converted[/] {escape(str(what))}: {escape(why)}", highlight=False, soft_wrap=True)
+    console.print(f"{len(report.converted)} converted into {out}, {len(report.failures)} not converted")
+
+
+@import_app.command("fib")
+def import_fib(
+    dataset: Annotated[Path, typer.Argument(help="a FlashInfer-Trace dataset (holding definitions/ and workloads/)")],
+    out: Annotated[Path, typer.Option(help="folder to write one task folder per definition into")],
+) -> None:
+    """FlashInfer-Trace definitions, workloads and solutions -> task folders."""
+    from kernelcraft.interop.fib import import_fib_dataset
+
+    try:
+        report = import_fib_dataset(dataset, out)
+    except InputError as e:
+        _fail_input(e)
+    _print_import(report, out)
+
+
+@import_app.command("kernelbench")
+def import_kernelbench_cmd(
+    paths: Annotated[list[Path], typer.Argument(help="KernelBench problem files, or folders of them")],
+    out: Annotated[Path, typer.Option(help="folder to write one task folder per problem into")],
+    seed: Annotated[int, typer.Option(help="seed for the problems' parameters (recorded in each README)")] = 0,
+) -> None:
+    """KernelBench problems (Model, get_inputs, get_init_inputs) -> task folders."""
+    from kernelcraft.interop.kernelbench import import_kernelbench
+
+    missing = [p for p in paths if not p.exists()]
+    if missing:
+        _fail_input(InputError([Problem(p, "", "not found", "give KernelBench problem files or folders") for p in missing]))
+    _print_import(import_kernelbench(paths, out, seed=seed), out)
 
 
 def _fmt(x: float | None, spec: str = ".3f") -> str:
