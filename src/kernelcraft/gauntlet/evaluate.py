@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kernelcraft import HARNESS_VERSION
+from kernelcraft.gauntlet.holdout import holdout_workloads
 from kernelcraft.gauntlet.records import EvalReport, SolutionResult, WorkloadResult, weighted_geomean
 from kernelcraft.gauntlet.static import check_static
 from kernelcraft.measure.environment import environment
@@ -124,11 +125,25 @@ def evaluate_one(task: Task, role: str, sol: Solution, path: str, seed: int, opt
             sorted({r for r in skipped.values() if r}))
         return res
 
+    holdouts = []
+    if role == "candidate":
+        largest = max(workload_bytes(task, w) for w in runnable)
+        cap = 4 * largest
+        if not opts.device.startswith("cuda"):
+            cap = min(cap, int(opts.cpu_max_mb * 1e6))
+        first = runnable[0]
+        # The first workload's shape again with fresh values: catches outputs cached by pointer,
+        # shape or value (the timing phase's recheck does the same for every workload, when timed).
+        repeat = first.model_copy(update={"uuid": f"repeat-{first.uuid[:8]}"})
+        holdouts = [repeat, *holdout_workloads(task, seed, cap)]
+    res.holdouts = [WorkloadResult(uuid=h.uuid, axes=h.axes, status="SKIPPED", reason="not run") for h in holdouts]
+    by_uuid.update({r.uuid: r for r in res.holdouts})
     limits = task.contract.limits
     with tempfile.TemporaryDirectory(prefix="kc_log_") as logdir:
         job = Job(task_root=str(task.root), solution=sol.to_json_dict(), role=role, device=opts.device,
                   seed=seed, workload_uuids=[w.uuid for w in runnable], log_path=str(Path(logdir) / "worker.log"),
-                  time_it=opts.time_it, timing=opts.timing or {})
+                  time_it=opts.time_it, timing=opts.timing or {},
+                  holdouts=[h.model_dump(mode="json") for h in holdouts])
         outcome = run_job(job, opts.build_timeout_s or limits.build_timeout_s,
                           opts.workload_timeout_s or limits.workload_timeout_s)
     _apply(res, by_uuid, outcome, task)
@@ -138,7 +153,7 @@ def evaluate_one(task: Task, role: str, sol: Solution, path: str, seed: int, opt
 
 def _stop(res: SolutionResult, status: str, gate: str, reason: str, workload_note: str) -> None:
     res.status, res.gate, res.reason = status, gate, reason
-    for w in res.workloads:
+    for w in res.workloads + res.holdouts:
         if w.reason == "not run":
             w.reason = workload_note
 
@@ -151,7 +166,7 @@ def _apply(res: SolutionResult, by_uuid: dict[str, WorkloadResult], out: JobOutc
     failed: tuple[str, str, str, str] | None = None  # (status, gate, uuid, reason)
     for uuid, gates in out.workloads.items():
         w = by_uuid[uuid]
-        corr = gates.get("correctness", {})
+        corr = gates.get("correctness", {}) or gates.get("generalization", {})
         timing = gates.get("timing", {})
         for fields in (corr, timing):
             if not fields:
@@ -179,6 +194,10 @@ def _apply(res: SolutionResult, by_uuid: dict[str, WorkloadResult], out: JobOutc
         if uuid:
             axes = ", ".join(f"{k}={v}" for k, v in by_uuid[uuid].axes.items())
             where = f"workload {uuid} ({axes}): "
+            if uuid.startswith("repeat-"):
+                where = "[output-caching] fresh values of a shape already seen, " + where
+            elif uuid.startswith("holdout-"):
+                where = "[holdout-shapes] a shape none of the workloads has, " + where
         _stop(res, status, gate, where + reason, "not run: the candidate failed an earlier workload")
         return
     ran = [w for w in res.workloads if w.status == "PASSED"]
@@ -186,6 +205,11 @@ def _apply(res: SolutionResult, by_uuid: dict[str, WorkloadResult], out: JobOutc
     res.speedup_vs_baseline = weighted_geomean([w.speedup_vs_baseline for w in ran], weights)
     res.speedup_vs_reference = weighted_geomean([w.speedup_vs_reference for w in ran], weights)
     skipped = [w for w in res.workloads if w.status == "SKIPPED"]
+    unchecked = [h for h in res.holdouts if h.status != "PASSED"]
+    if unchecked:  # the worker ended without judging them: not a pass
+        _stop(res, "RUNTIME_ERROR", "generalization", f"holdout {unchecked[0].uuid} was not evaluated",
+              "not run")
+        return
     if skipped:
         res.reason = f"{len(ran)} of {len(res.workloads)} workloads evaluated; {len(skipped)} skipped"
     res.promotable = (

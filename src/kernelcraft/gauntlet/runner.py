@@ -1,18 +1,27 @@
 """Inside the worker: run a built solution on one workload, check it, time it.
 
 The candidate always gets clones of the inputs and runs before the reference on that workload, so
-it cannot find the reference's results in memory the reference freed. After the call the inputs
-must equal pristine copies and the outputs must not alias them.
+it cannot find the reference's results in memory the reference freed (and on CUDA the allocator is
+seeded with NaN-filled blocks first). The integrity checks of :mod:`kernelcraft.gauntlet.integrity`
+run around every candidate call; a second call on the same inputs must agree bit for bit.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from contextlib import nullcontext
 from typing import Any
 
 import torch
 
 from kernelcraft.gauntlet.compare import compare, normalize_outputs
+from kernelcraft.gauntlet.integrity import (
+    OpAudit,
+    bitwise_equal,
+    check_outputs,
+    poison_allocator,
+    python_threads,
+)
 from kernelcraft.measure.timing import time_interleaved
 from kernelcraft.solution._traceback import candidate_traceback
 from kernelcraft.task.dtypes import torch_dtype
@@ -36,8 +45,9 @@ def _is_compile_error(e: BaseException) -> bool:
 
 class Runner:
     def __init__(self, task: Task, fn: Callable, dps: bool, reference: Callable, baseline: Callable,
-                 device: str, seed: int):
+                 device: str, seed: int, audit: bool = True):
         self.task, self.fn, self.dps = task, fn, dps
+        self.audit = audit  # the integrity checks; off for trusted rows (baseline, torch.compile)
         self.reference, self.baseline = reference, baseline
         self.device, self.seed = device, seed
         self.d = task.definition
@@ -59,12 +69,35 @@ class Runner:
             outs.append(t)
         return outs
 
-    def _call(self, fn: Callable, args: list[Any], dps: bool, axes: dict[str, int]) -> list[Any]:
-        if dps:
-            outs = self._alloc_outputs(axes)
+    def _call(self, fn: Callable, args: list[Any], outs: list[torch.Tensor] | None) -> list[Any]:
+        if outs is not None:
             fn(*args, *outs)
             return outs
         return normalize_outputs(fn(*args), self.d)
+
+    def _run_candidate(self, args: list[Any], axes: dict[str, int]) -> tuple[list[Any], str]:
+        """One audited call of the candidate; returns its outputs and an integrity failure, if any."""
+        outs = self._alloc_outputs(axes) if self.dps else None
+        if self.audit:
+            poison_allocator([(self.d.shape(s, axes), torch_dtype(s.dtype)) for s in self.d.outputs.values()
+                              if s.shape is not None], self.device)
+        threads = python_threads()
+        audit = OpAudit() if self.audit else None
+        with audit or nullcontext():
+            outputs = self._call(self.fn, args, outs)
+        self._sync()
+        if audit is None:
+            return outputs, ""
+        allowed = set(self.task.contract.integrity.allowed_torch_ops)
+        bad = audit.forbidden(allowed)
+        if bad:
+            ops = ", ".join(f"aten.{n} x{c}" for n, c in sorted(bad.items(), key=lambda x: -x[1])[:8])
+            return outputs, (f"[torch-compute] the candidate called torch compute ops: {ops}. A solution must "
+                             "compute in its own kernels (allocation, views and metadata are allowed; "
+                             "contract.toml [integrity] allowed_torch_ops may allow more)")
+        if python_threads() > threads:
+            return outputs, f"[threads] the call left {python_threads() - threads} more Python thread(s) running"
+        return outputs, ""
 
     def _sync(self) -> None:
         if self.device.startswith("cuda"):
@@ -79,24 +112,24 @@ class Runner:
             return normalize_outputs(self.reference(*inputs), self.d), "native"
 
     # -- gates ---------------------------------------------------------------------------------
-    def check(self, w: Workload) -> dict:
+    def check(self, w: Workload, salt: int = 0) -> dict:
+        """Correctness and integrity on one workload; ``salt`` draws a fresh set of inputs."""
         axes = self.d.axis_values(w.axes)
         try:
-            inputs = make_inputs(self.task, w, self.seed, self.device)
+            inputs = make_inputs(self.task, w, self.seed + salt, self.device)
         except Exception as e:  # noqa: BLE001
             return {"status": "RUNTIME_ERROR", "gate": "reference", "reason": f"making the inputs failed: {e}"}
         pristine = _clone(inputs)
         args = _clone(inputs)
         try:
-            outputs = self._call(self.fn, args, self.dps, axes)
-            self._sync()
+            outputs, cheat = self._run_candidate(args, axes)
         except BaseException as e:  # noqa: BLE001 - whatever the candidate raises is its verdict
             status = "COMPILE_ERROR" if _is_compile_error(e) else "RUNTIME_ERROR"
             return {"status": status, "gate": "build" if status == "COMPILE_ERROR" else "correctness",
                     "reason": candidate_traceback(e)}
-        integrity = self._integrity(pristine, args, outputs)
-        if integrity:
-            return {"status": "REJECTED", "gate": "integrity", "reason": integrity}
+        cheat = cheat or self._integrity(pristine, args, outputs)
+        if cheat:
+            return {"status": "REJECTED", "gate": "integrity", "reason": cheat}
         try:
             expected, precision = self._reference_outputs(pristine)
             self._sync()
@@ -104,23 +137,35 @@ class Runner:
             return {"status": "RUNTIME_ERROR", "gate": "reference",
                     "reason": f"the task's reference failed (not the candidate's fault): {candidate_traceback(e)}"}
         c = compare(outputs, expected, self.d, self.task.contract, axes, self.device)
-        return {"status": c.status, "gate": "correctness", "reason": c.reason, "max_abs_error": c.max_abs_error,
-                "max_rel_error": c.max_rel_error, "reference_precision": precision}
+        result = {"status": c.status, "gate": "correctness", "reason": c.reason, "max_abs_error": c.max_abs_error,
+                  "max_rel_error": c.max_rel_error, "reference_precision": precision}
+        if c.status == "PASSED" and self.audit and self.task.contract.integrity.deterministic:
+            again = self._repeat(pristine, outputs, axes)
+            if again:
+                return {"status": "REJECTED", "gate": "integrity", "reason": again}
+        return result
+
+    def _repeat(self, pristine: list[Any], first: list[Any], axes: dict[str, int]) -> str:
+        try:
+            second, cheat = self._run_candidate(_clone(pristine), axes)
+        except BaseException as e:  # noqa: BLE001
+            return f"[nondeterminism] a second call on the same inputs raised: {candidate_traceback(e)}"
+        if cheat:
+            return cheat
+        for name, a, b in zip(self.d.outputs, first, second, strict=True):
+            same, n = bitwise_equal(a, b)
+            if not same:
+                return (f"[nondeterminism] output {name!r}: a second call on identical inputs differs in {n} "
+                        "element(s) (uninitialised memory, a race, or state kept between calls); "
+                        "contract.toml [integrity] deterministic = false allows it where atomics make it unavoidable")
+        return ""
 
     def _integrity(self, pristine: list[Any], args: list[Any], outputs: list[Any]) -> str:
         names = list(self.d.inputs)
         for name, before, after in zip(names, pristine, args, strict=True):
-            if isinstance(before, torch.Tensor) and not torch.equal(before, after):
-                return f"the candidate modified its input {name!r} (inputs are read-only)"
-        spans = [(a.untyped_storage().data_ptr(), a.untyped_storage().nbytes(), n)
-                 for n, a in zip(names, args, strict=True) if isinstance(a, torch.Tensor)]
-        for oname, out in zip(self.d.outputs, outputs, strict=True):
-            if isinstance(out, torch.Tensor) and out.numel():
-                p = out.untyped_storage().data_ptr()
-                for start, size, iname in spans:
-                    if start <= p < start + size:
-                        return f"output {oname!r} aliases input {iname!r}; outputs must be fresh tensors"
-        return ""
+            if isinstance(before, torch.Tensor) and not bitwise_equal(before, after)[0]:
+                return f"[input-mutation] the candidate modified its input {name!r} (inputs are read-only)"
+        return check_outputs(outputs, list(self.d.outputs), args, names) if self.audit else ""
 
     def time(self, w: Workload, role: str, **policy: Any) -> dict:
         axes = self.d.axis_values(w.axes)
@@ -143,8 +188,9 @@ class Runner:
                                  max_reps=p["max_reps"], warmup=p["warmup"])
         except BaseException as e:  # noqa: BLE001
             return {"status": "RUNTIME_ERROR", "gate": "timing", "reason": candidate_traceback(e)}
-        # Check again after timing: a kernel that is right once and wrong when called repeatedly fails.
-        again = self.check(w)
+        # Check again after timing, on fresh values of the same shapes: a kernel that is right once and
+        # wrong when called repeatedly, or that caches outputs by pointer, shape or value, fails here.
+        again = self.check(w, salt=0x5EED)
         if again["status"] != "PASSED":
             again["reason"] = "after timing: " + again["reason"]
             again["gate"] = "timing" if again["gate"] == "correctness" else again["gate"]

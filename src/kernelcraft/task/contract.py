@@ -18,6 +18,11 @@ exactly these defaults:
   ``warmup`` 3 calls.
 - ``[promotion]`` ``min_speedup_vs_baseline`` 1.0: a candidate may be promoted when it passes every
   gate and its weighted geometric-mean speedup over the baseline is at least this.
+- ``[integrity]`` ``deterministic`` true (outputs bit-identical on repeat), ``allowed_torch_ops`` []
+  (aten op names a candidate may call besides allocation, views and metadata).
+- ``[generalization]`` ``holdouts`` 3 (holdout shapes drawn per run within the definition's
+  constraints: size 1, odd sizes, larger than any workload), ``shapes`` [] (fixed extra holdouts,
+  each a table of var-axis values).
 - ``target_hardware`` list of device names the task is meant for (informational), default any.
 """
 
@@ -88,6 +93,16 @@ class Promotion(_Strict):
     min_speedup_vs_baseline: float = Field(default=1.0, gt=0)
 
 
+class Integrity(_Strict):
+    deterministic: bool = True  # two runs on identical inputs must agree bit for bit
+    allowed_torch_ops: list[str] = Field(default_factory=list)  # aten op names a candidate may call
+
+
+class Generalization(_Strict):
+    holdouts: int = Field(default=3, ge=0)  # shapes drawn per run, unseen by the candidate's author
+    shapes: list[dict[str, int]] = Field(default_factory=list)  # extra fixed holdouts: var-axis values
+
+
 class Contract(_Strict):
     tolerance: Tolerances = Field(default_factory=Tolerances)
     weights: dict[str, float] = Field(default_factory=dict)
@@ -95,6 +110,8 @@ class Contract(_Strict):
     limits: Limits = Field(default_factory=Limits)
     timing: TimingPolicy = Field(default_factory=TimingPolicy)
     promotion: Promotion = Field(default_factory=Promotion)
+    integrity: Integrity = Field(default_factory=Integrity)
+    generalization: Generalization = Field(default_factory=Generalization)
     target_hardware: list[str] = Field(default_factory=list)
 
     def weight(self, uuid: str) -> float:

@@ -33,6 +33,7 @@ class Job:
     log_path: str
     time_it: bool = True
     timing: dict = field(default_factory=dict)  # overrides of the contract's [timing]
+    holdouts: list[dict] = field(default_factory=list)  # Workload dicts of the generalization gate
 
 
 def worker_main(conn, job: Job) -> None:
@@ -90,6 +91,10 @@ def _run(conn, job: Job) -> None:
         except Exception as e:  # noqa: BLE001
             conn.send(("build", "SKIPPED", f"triton cannot be imported on this machine: {type(e).__name__}: {e}"))
             return
+        if os.environ.get("TRITON_INTERPRET") == "1":
+            from kernelcraft.gauntlet.integrity import exempt_triton_interpreter
+
+            exempt_triton_interpreter()
     if job.role == "baseline":
         fn, dps = baseline, False
     elif job.role == "torch.compile":
@@ -107,13 +112,22 @@ def _run(conn, job: Job) -> None:
     conn.send(("build", "PASSED", ""))
 
     from kernelcraft.gauntlet.runner import Runner
+    from kernelcraft.task.workload import Workload
 
-    runner = Runner(task, fn, dps, reference, baseline, job.device, job.seed)
+    runner = Runner(task, fn, dps, reference, baseline, job.device, job.seed, audit=job.role == "candidate")
     workloads = [task.workload(u) for u in job.workload_uuids]
     for w in workloads:
         conn.send(("phase", "correctness", w.uuid))
         result = runner.check(w)
         conn.send(("workload", "correctness", w.uuid, result))
+        if result["status"] != "PASSED":
+            return
+    for h in map(Workload.model_validate, job.holdouts):
+        conn.send(("phase", "generalization", h.uuid))
+        result = runner.check(h, salt=0x401D)
+        if result["gate"] == "correctness":
+            result["gate"] = "generalization"
+        conn.send(("workload", "generalization", h.uuid, result))
         if result["status"] != "PASSED":
             return
     if not job.time_it:

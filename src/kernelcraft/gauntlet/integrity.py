@@ -1,0 +1,131 @@
+"""Integrity checks run around a candidate's call inside the worker (gate 5).
+
+Each failed check names its class in brackets, so a verdict says which way of cheating it caught:
+
+- ``[input-mutation]`` an input differs from its pristine copy after the call;
+- ``[output-aliasing]`` an output shares storage with an input or with another output;
+- ``[not-a-plain-tensor]`` an output is a tensor subclass (lazy or deferred values) rather than
+  a plain tensor with its own storage;
+- ``[torch-compute]`` the candidate called torch compute ops (matmul, add, softmax, a fallback to
+  the reference or the baseline, ...) where a kernel was due; allocation, views and metadata are
+  allowed, and ``contract.toml`` ``[integrity] allowed_torch_ops`` may allow more;
+- ``[threads]`` the call left more Python threads running than before it;
+- ``[nondeterminism]`` two runs on identical inputs disagree bit for bit (uninitialised memory,
+  races, state kept between calls); ``[integrity] deterministic = false`` relaxes it for tasks
+  where atomics make bitwise repeatability impossible.
+
+Before each candidate call on a CUDA device, blocks of each output's size are allocated, filled
+with NaN and freed, so an output allocated by the candidate and never written reads NaN (the
+poison) rather than whatever a previous computation left there.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import torch
+from torch.utils._python_dispatch import TorchDispatchMode
+
+# aten ops a kernel's Python wrapper may call: allocation, views, metadata. Nothing that computes.
+ALLOWED_OPS = frozenset({
+    "empty", "empty_like", "empty_strided", "new_empty", "new_empty_strided", "zeros", "zeros_like",
+    "new_zeros", "zero_", "view", "_unsafe_view", "reshape", "as_strided", "slice", "select", "t",
+    "transpose", "permute", "expand", "unsqueeze", "squeeze", "unbind", "split", "split_with_sizes",
+    "chunk", "narrow", "alias", "detach", "lift_fresh", "view_as", "flatten", "unflatten",
+    "sym_size", "sym_stride", "sym_numel", "sym_storage_offset", "is_same_size", "resolve_conj",
+    "resolve_neg", "_reshape_alias", "set_", "record_stream",
+})
+
+
+class OpAudit(TorchDispatchMode):
+    """Records every aten op that reaches the dispatcher while active (Python and C++ callers alike)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.ops: dict[str, int] = {}
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        name = func.overloadpacket.__name__
+        self.ops[name] = self.ops.get(name, 0) + 1
+        return func(*args, **(kwargs or {}))
+
+    def forbidden(self, allowed_extra: set[str]) -> dict[str, int]:
+        return {n: c for n, c in self.ops.items() if n not in ALLOWED_OPS and n not in allowed_extra}
+
+
+def poison_allocator(shapes_dtypes: list[tuple[tuple[int, ...], torch.dtype]], device: str) -> None:
+    if not device.startswith("cuda"):
+        return  # CPU allocations come from malloc/mmap; there is no cache to seed
+    blocks = []
+    for shape, dtype in shapes_dtypes:
+        for _ in range(2):
+            t = torch.empty(shape, dtype=dtype, device=device)
+            if dtype.is_floating_point:
+                t.fill_(float("nan"))
+            else:
+                t.fill_(-1 if dtype != torch.bool else True)
+            blocks.append(t)
+    del blocks  # back to the caching allocator, poisoned
+
+
+def python_threads() -> int:
+    return threading.active_count()
+
+
+def check_outputs(outputs: list[Any], output_names: list[str], inputs: list[Any], input_names: list[str]) -> str:
+    spans = []
+    for name, t in zip(input_names, inputs, strict=True):
+        if isinstance(t, torch.Tensor) and t.numel():
+            s = t.untyped_storage()
+            spans.append((s.data_ptr(), s.nbytes(), f"input {name!r}"))
+    for name, out in zip(output_names, outputs, strict=True):
+        if not isinstance(out, torch.Tensor):
+            continue
+        if type(out) is not torch.Tensor:
+            return (f"[not-a-plain-tensor] output {name!r} is a {type(out).__module__}.{type(out).__name__}; "
+                    "outputs must be plain torch.Tensor objects holding their values")
+        if not out.numel():
+            continue
+        s = out.untyped_storage()
+        start, size = s.data_ptr(), s.nbytes()
+        for other_start, other_size, what in spans:
+            if start < other_start + other_size and other_start < start + size:
+                return f"[output-aliasing] output {name!r} shares memory with {what}; outputs must be fresh tensors"
+        spans.append((start, size, f"output {name!r}"))
+    return ""
+
+
+def bitwise_equal(a: Any, b: Any) -> tuple[bool, int]:
+    """Bit-for-bit equality (NaNs with the same bits compare equal); returns (equal, differing elements)."""
+    if not isinstance(a, torch.Tensor) or not isinstance(b, torch.Tensor):
+        return (a == b) or (a != a and b != b), 0 if a == b else 1
+    if a.shape != b.shape or a.dtype != b.dtype:
+        return False, max(a.numel(), b.numel())
+    if a.dtype == torch.bool:
+        diff = a != b
+    else:
+        view = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}[a.element_size()]
+        diff = a.contiguous().view(view) != b.contiguous().view(view)
+    n = int(diff.sum())
+    return n == 0, n
+
+
+def exempt_triton_interpreter() -> None:
+    """On CPU, Triton's interpreter moves tensors to numpy and back with aten copies; those copies
+    are the interpreter's, not the candidate's compute. The worker (trusted code, before any
+    candidate is imported) wraps the interpreter's kernel launch so the op audit is suspended for
+    exactly the duration of a launch. On a GPU a Triton launch issues no aten op at all."""
+    from torch.utils._python_dispatch import _disable_current_modes
+    from triton.runtime import interpreter
+
+    launch = interpreter.GridExecutor.__call__
+    if getattr(launch, "_kc_exempt", False):
+        return
+
+    def audited_launch(self, *args, **kwargs):
+        with _disable_current_modes():
+            return launch(self, *args, **kwargs)
+
+    audited_launch._kc_exempt = True
+    interpreter.GridExecutor.__call__ = audited_launch
