@@ -11,6 +11,7 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from kernelcraft.errors import InputError, Problem
@@ -57,8 +58,10 @@ def task_check(task_dir: Annotated[Path, typer.Argument(help="the task folder")]
     console.print(f"  workloads: {len(task.workloads)}; contract: "
                   f"{'contract.toml' if (task.root / 'contract.toml').exists() else 'defaults (no contract.toml)'}")
     console.print(f"  solutions: {', '.join(s.name for s in solutions) or 'none'}")
-    for w in task.warnings:
-        console.print(f"  [yellow]warning[/]: {w}", markup=True, highlight=False)
+    from kernelcraft.task.degenerate import degenerate_warnings
+
+    for w in task.warnings + degenerate_warnings(task):
+        console.print(f"  [yellow]warning[/]: {escape(w)}", highlight=False)
     console.print("[green]ok[/]")
 
 
@@ -117,6 +120,10 @@ def eval_cmd(
     except InputError as e:
         _fail_input(e)
     dev = _device(device)
+    from kernelcraft.task.degenerate import degenerate_warnings
+
+    for w in degenerate_warnings(task):
+        err.print(f"[yellow]warning[/]: {escape(w)}", highlight=False)
     opts = Options(device=dev, seed=seed, workload_timeout_s=timeout, cpu_max_mb=cpu_max_mb,
                    time_it=not no_timing, timing={"budget_ms": budget_ms} if budget_ms else None,
                    workloads=workload)
@@ -141,8 +148,6 @@ def eval_cmd(
 
 
 def _print_import(report, out: Path) -> None:
-    from rich.markup import escape
-
     for p in report.converted:
         console.print(f"  [green]converted[/] {escape(str(p))}", highlight=False)
     for what, why in report.failures:
