@@ -227,7 +227,7 @@ class _Problem:
         self.module = types.ModuleType("kernelbench_problem")
         self.module.__file__ = str(path)
         self.ns = self.module.__dict__
-        with _stage("executing the problem file"):
+        with _stage("executing the problem file"), torch.random.fork_rng(devices=[]):
             exec(compile(self.source, str(path), "exec"), self.ns)  # noqa: S102 - the problem is trusted code
         model_cls = self.ns.get("Model")
         if not (isinstance(model_cls, type) and issubclass(model_cls, torch.nn.Module)):
@@ -442,19 +442,21 @@ def _analyze(prob: _Problem) -> _Plan:
     axis_taken = set(named)
 
     int_inputs = [i for i, inp in enumerate(inputs[:n_args])
-                  if inp.kind == "tensor" and not torch_dtype_of(inp).is_floating_point
-                  and torch_dtype_of(inp) != torch.bool and orig.items[i].numel() > 0]
+                  if inp.kind == "tensor" and not _torch_dtype(inp).is_floating_point
+                  and _torch_dtype(inp) != torch.bool and orig.items[i].numel() > 0]
 
-    def int_ranges(s: _Sample) -> list[tuple[int, int]]:
-        return [(int(s.items[i].min()), int(s.items[i].max()) + 1) for i in int_inputs]
+    def int_ranges(s: _Sample) -> list[tuple[int, int, int]]:
+        """(low, high, count) of each integer input's drawn values."""
+        return [(int(s.items[i].min()), int(s.items[i].max()) + 1, s.items[i].numel()) for i in int_inputs]
 
     orig_ranges = int_ranges(orig)
+    ranges: list[tuple[int, int]] = []
 
     # validate var axes: forward at each changed shape, outputs expressible by the axes
     var = list(eligible)
     while True:
         try:
-            out_dims, points = _validate(prob, var, base_out, int_inputs, orig_ranges, int_ranges, inputs)
+            out_dims, points, ranges = _validate(prob, var, base_out, int_inputs, orig_ranges, int_ranges, inputs)
         except _MakeConst as e:
             for c in e.names:
                 var.remove(c)
@@ -481,7 +483,7 @@ def _analyze(prob: _Problem) -> _Plan:
                 names.append(dim_axis[(idx, k)])
                 continue
             ax = _unique(f"{inp.name}_d{k}", axis_taken)
-            axes[ax] = {"type": "const", "value": d}
+            axes[ax] = {"type": "const", "value": d, "description": f"{inp.name} dim {k}"}
             if inp.kind == "state":
                 why[ax] = f"shape of {'buffer' if inp.is_buffer else 'parameter'} {inp.state_key} (fixed by the weights)"
             elif (idx, k) in changed_by:
@@ -506,7 +508,7 @@ def _analyze(prob: _Problem) -> _Plan:
                 names.append(out_dims[j][k])
                 continue
             ax = _unique(f"{oname}_d{k}", axis_taken)
-            axes[ax] = {"type": "const", "value": d}
+            axes[ax] = {"type": "const", "value": d, "description": f"{oname} dim {k}"}
             why[ax] = "output dim, the same in every shape tried" if var else "output dim"
             names.append(ax)
         outputs.append((oname, names, dt_name))
@@ -521,10 +523,10 @@ def _analyze(prob: _Problem) -> _Plan:
     # contract: integer inputs within the drawn range; non-negative floats uniform over the drawn range
     dists: dict[str, dict] = {}
     dist_why: dict[str, str] = {}
-    for i, (low, high) in zip(int_inputs, orig_ranges, strict=True):
+    for i, (low, high) in zip(int_inputs, ranges, strict=True):
         dists[inputs[i].name] = {"dist": "randint", "low": low, "high": high}
-        dist_why[inputs[i].name] = (f"integers in [{low}, {high}): the range of the values get_inputs() drew "
-                                    "(indices stay valid)")
+        dist_why[inputs[i].name] = (f"integers in [{low}, {high}): the values get_inputs() drew lie in this range "
+                                    "at every workload's shapes, so indices stay valid")
     for i in range(n_args):
         x = orig.items[i]
         if isinstance(x, torch.Tensor) and x.is_floating_point() and x.numel() > 1:
@@ -537,7 +539,7 @@ def _analyze(prob: _Problem) -> _Plan:
                  prob.probe_device, state)
 
 
-def torch_dtype_of(inp: _Input) -> torch.dtype:
+def _torch_dtype(inp: _Input) -> torch.dtype:
     return TORCH_DTYPES[inp.dtype]
 
 
@@ -554,7 +556,12 @@ class _MakeConst(Exception):
 
 
 def _validate(prob: _Problem, var: list[str], base_out, int_inputs, orig_ranges, int_ranges, inputs):
-    """(axis name or None per output dim, workload points), or raise _MakeConst."""
+    """(axis name or None per output dim, workload points, range per integer input), or raise _MakeConst.
+
+    An integer input's range (what get_inputs() drew) may change with a constant, e.g.
+    ``randint(0, num_classes)``: the constant is made const when its changed shapes draw a different
+    range from samples large enough that every value of the range shows up (>= 10 draws per value);
+    the contract's range is the intersection over all workloads, valid at each whatever the samples."""
     singles: dict[tuple[str, int], list] = {}
     for c in var:
         for v2 in _variants(prob.consts[c]):
@@ -569,9 +576,10 @@ def _validate(prob: _Problem, var: list[str], base_out, int_inputs, orig_ranges,
                     ranges = int_ranges(prob.sample({c: v2}, real=True))
                 except Exception as e:  # noqa: BLE001
                     raise _MakeConst([c], f"get_inputs() fails on the CPU with {c} = {v2} ({_describe_error(e)})") from e
-                if ranges != orig_ranges:
-                    names = ", ".join(inputs[i].name for i in int_inputs)
-                    raise _MakeConst([c], f"the range of integer input(s) {names} changes with it ({orig_ranges} -> {ranges})")
+                for i, (lo, hi, n), (lo0, hi0, n0) in zip(int_inputs, ranges, orig_ranges, strict=True):
+                    if (lo, hi) != (lo0, hi0) and min(n, n0) >= 10 * max(hi - lo, hi0 - lo0):
+                        raise _MakeConst([c], f"the range of integer input {inputs[i].name} changes with it "
+                                              f"([{lo0}, {hi0}) -> [{lo}, {hi}) with {c} = {v2})")
             singles[(c, v2)] = out
 
     base_assign = {c: prob.consts[c] for c in var}
@@ -618,8 +626,6 @@ def _validate(prob: _Problem, var: list[str], base_out, int_inputs, orig_ranges,
             try:
                 out = prob.forward(overrides)
                 ok = consistent(assign, out)
-                if ok and int_inputs:
-                    ok = int_ranges(prob.sample(overrides, real=True)) == orig_ranges
             except Exception:  # noqa: BLE001
                 ok = False
             if ok:
@@ -629,7 +635,19 @@ def _validate(prob: _Problem, var: list[str], base_out, int_inputs, orig_ranges,
         else:
             points += [(f"{c} = {v2}", {**base_assign, c: v2}) for (c, v2) in singles]
         points.sort(key=lambda p: sum(p[1].values()))
-    return out_dims, points
+    final: list[tuple[int, int]] = [(lo, hi) for lo, hi, _ in orig_ranges]
+    for label, assign in points[1:] if int_inputs else []:
+        overrides = {c: x for c, x in assign.items() if x != base_assign[c]}
+        try:
+            got = int_ranges(prob.sample(overrides, real=True))
+        except Exception as e:  # noqa: BLE001
+            raise _MakeConst(list(var), f"get_inputs() fails on the CPU at {label} ({_describe_error(e)})") from e
+        final = [(max(lo, g[0]), min(hi, g[1])) for (lo, hi), g in zip(final, got, strict=True)]
+    for i, (lo, hi) in zip(int_inputs, final, strict=True):
+        if lo >= hi:
+            raise _MakeConst(list(var), f"the values of integer input {inputs[i].name} drawn at the different "
+                                        "shapes have no range in common")
+    return out_dims, points, final
 
 
 # -- writing ---------------------------------------------------------------------------------
@@ -684,8 +702,8 @@ def _runner_source(kind: str, plan: _Plan, prob: _Problem, name: str, sha: str, 
         f'        filename = "<kernelbench {name}>"',
         "        linecache.cache[filename] = (len(PROBLEM_SOURCE), None, PROBLEM_SOURCE.splitlines(True), filename)",
         '        module = types.ModuleType("kernelbench_problem")',
-        '        exec(compile(PROBLEM_SOURCE, filename, "exec"), module.__dict__)',
-        "        with torch.random.fork_rng(devices=[]):",
+        "        with torch.random.fork_rng(devices=[]):  # the problem's own seeding stays in here",
+        '            exec(compile(PROBLEM_SOURCE, filename, "exec"), module.__dict__)',
         "            torch.manual_seed(_SEED)",
         '            init_inputs = list(getattr(module, "get_init_inputs", list)())',
         "            with torch.device(_BUILD_DEVICE):",
@@ -959,18 +977,21 @@ def _convert(path: Path, out_dir: Path, seed: int) -> tuple[Path, list[str]]:
     tmp = out_dir / f".{path.stem}.kc-import-{uuid.uuid4().hex[:8]}"
     try:
         tmp.mkdir()
+        (tmp / "workloads.jsonl").write_text("\n".join(_workload_lines(plan, name)) + "\n")
         if plan.state:
             from safetensors.torch import save_file
 
             with _stage("writing weights.safetensors"):
                 save_file(plan.state, str(tmp / "weights.safetensors"))
-        (tmp / "workloads.jsonl").write_text("\n".join(_workload_lines(plan, name)) + "\n")
+                shutil.copymode(tmp / "workloads.jsonl", tmp / "weights.safetensors")
         if plan.dists:
             (tmp / "contract.toml").write_text(_contract(plan))
         clone: list[int] = []
         clone_outputs = False
         warnings: list[str] = []
-        for attempt in range(2):
+        # Inputs the forward writes get cloned first; outputs that are views of inputs get copied
+        # (only if they still are once written inputs are cloned).
+        for attempt in range(3):
             reference = _runner_source("reference", plan, prob, name, sha, seed, clone, clone_outputs)
             (tmp / "definition.json").write_text(json.dumps(_definition(plan, prob, name, seed, reference), indent=2) + "\n")
             (tmp / "baseline.py").write_text(_runner_source("baseline", plan, prob, name, sha, seed, clone, clone_outputs))
@@ -978,9 +999,12 @@ def _convert(path: Path, out_dir: Path, seed: int) -> tuple[Path, list[str]]:
             written, aliased, warnings = _smoke(tmp, seed)
             if not written and not aliased:
                 break
-            if attempt == 1:
+            if attempt == 2:
                 raise ConversionError("the generated baseline still writes its inputs or returns views of them")
-            clone, clone_outputs = written, aliased
+            if written:
+                clone = sorted(set(clone) | set(written))
+            else:
+                clone_outputs = True
         notes = []
         if clone:
             names = ", ".join(f"`{plan.inputs[i].name}`" for i in clone)
