@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import shutil
 
-from conftest import FIXTURES, TASKS, eval_json, kc
-
 from kernelcraft.task import load_task
 from kernelcraft.task.degenerate import degenerate_warnings
+
+from conftest import FIXTURES, TASKS, eval_json, kc
 
 
 def test_degenerate_tolerance_is_flagged(tmp_path):

@@ -152,6 +152,8 @@ def _print_import(report, out: Path) -> None:
         console.print(f"  [green]converted[/] {escape(str(p))}", highlight=False)
     for what, why in report.failures:
         console.print(f"  [red]not converted[/] {escape(str(what))}: {escape(why)}", highlight=False, soft_wrap=True)
+    for w in getattr(report, "warnings", []):
+        console.print(f"  [yellow]warning[/] {escape(str(w))}", highlight=False, soft_wrap=True)
     console.print(f"{len(report.converted)} converted into {out}, {len(report.failures)} not converted")
 
 
