@@ -6,6 +6,7 @@ Exit codes: 0 when every solution was evaluated, whatever the verdicts; 2 for un
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Annotated
 
@@ -145,6 +146,156 @@ def eval_cmd(
         from kernelcraft.interop.fib import write_traces
 
         console.print(f"appended traces to {write_traces(report, task, traces)}")
+
+
+ledger_app = typer.Typer(no_args_is_help=True, help="The ledger: runs, candidates, verdicts, promotions.")
+app.add_typer(ledger_app, name="ledger")
+DB_HELP = "SQLAlchemy URL of the ledger (default: KERNELCRAFT_DB, else sqlite:///.kernelcraft/ledger.db)"
+
+
+@app.command("optimize")
+def optimize_cmd(
+    task_dir: Annotated[Path, typer.Argument(help="the task folder")],
+    agent: Annotated[str, typer.Option(help="tuner, files:DIR, openai:MODEL or anthropic:MODEL")],
+    budget: Annotated[int, typer.Option(help="candidates to evaluate (the baseline not counted)")] = 8,
+    device: Annotated[str, typer.Option(help="cpu, cuda, cuda:N, or auto")] = "auto",
+    db: Annotated[str | None, typer.Option(help=DB_HELP)] = None,
+    json_path: Annotated[Path | None, typer.Option("--json", help="write the run summary here")] = None,
+    resume: Annotated[int | None, typer.Option(help="continue this run id")] = None,
+    target: Annotated[float | None, typer.Option(help="stop once a candidate reaches this speedup over the baseline")] = None,
+    timeout: Annotated[float | None, typer.Option(help="seconds allowed per workload phase")] = None,
+    budget_ms: Annotated[float | None, typer.Option(help="measured time per timed function per workload")] = None,
+    cpu_max_mb: Annotated[float, typer.Option(help="on cpu, skip workloads that move more than this many MB")] = 16.0,
+) -> None:
+    """Let an agent propose kernels; the gauntlet judges each; the ledger remembers every one."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from kernelcraft.agent.base import AgentError
+    from kernelcraft.agent.loop import OptimizeOptions, make_agent, optimize
+    from kernelcraft.gauntlet import Options
+    from kernelcraft.ledger import Ledger
+    from kernelcraft.task.loader import load_task
+
+    try:
+        task = load_task(task_dir)
+    except InputError as e:
+        _fail_input(e)
+    dev = _device(device)
+    try:
+        proposer = make_agent(agent, task)
+    except (AgentError, InputError) as e:
+        err.print(f"[red]agent[/]: {escape(str(e))}", highlight=False)
+        raise typer.Exit(2) from None
+    ledger = Ledger(db)
+    eval_opts = Options(device=dev, workload_timeout_s=timeout, cpu_max_mb=cpu_max_mb,
+                        timing={"budget_ms": budget_ms} if budget_ms else None)
+    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                  console=console) as progress:
+        bar = progress.add_task(f"{task.definition.name} with {proposer.name}", total=budget)
+
+        def on_event(kind: str, data: dict) -> None:
+            if kind == "run":
+                progress.update(bar, description=f"run {data['run_id']}: {task.definition.name} with {proposer.name}")
+            elif kind == "evaluating":
+                progress.console.print(f"  candidate {data['id']}: {escape(data['name'])} ...", highlight=False)
+            elif kind == "evaluated":
+                sp = f" {data['speedup']:.3f}x" if data["speedup"] else ""
+                progress.console.print(f"  candidate {data['id']}: {data['status']}{sp}", highlight=False)
+                if not data["name"] == "baseline":
+                    progress.advance(bar)
+            elif kind == "agent_error":
+                progress.console.print(f"  [yellow]agent error[/]: {escape(data['error'])}", highlight=False)
+                progress.advance(bar)
+            elif kind == "exhausted":
+                progress.console.print("  the agent has nothing more to propose")
+
+        try:
+            result = optimize(task, proposer, ledger, OptimizeOptions(device=dev, budget=budget, target=target,
+                                                                      eval=eval_opts), resume=resume, on_event=on_event)
+        except AgentError as e:
+            err.print(f"[red]agent[/]: {escape(str(e))}", highlight=False)
+            raise typer.Exit(2) from None
+        except InputError as e:
+            _fail_input(e)
+    _print_run(result)
+    if json_path:
+        json_path.parent.mkdir(parents=True, exist_ok=True)
+        json_path.write_text(json.dumps(result, indent=2) + "\n")
+
+
+def _print_run(result: dict) -> None:
+    t = Table(title=f"run {result['run_id']}: {result['task']} with {result['agent']}")
+    for col in ("id", "parent", "agent", "status", "x baseline", "strategy"):
+        t.add_column(col)
+    for c in result["candidates"]:
+        mark = " *" if c["id"] == result["promoted"] else ""
+        t.add_row(f"{c['id']}{mark}", str(c["parent"] or ""), c["agent"], c["status"],
+                  _fmt(c["speedup_vs_baseline"], ".3f"), escape(c["strategy"][:80]))
+    console.print(t)
+    console.print(f"promoted: {result['promoted'] if result['promoted'] is not None else 'none'}")
+
+
+@ledger_app.command("show")
+def ledger_show(
+    task_dir: Annotated[Path | None, typer.Argument(help="only runs of this task")] = None,
+    run: Annotated[int | None, typer.Option(help="one run, with its candidate DAG")] = None,
+    db: Annotated[str | None, typer.Option(help=DB_HELP)] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="print JSON")] = False,
+) -> None:
+    """Runs, the candidate DAG, verdicts and the promoted solution."""
+    from kernelcraft.agent.loop import summary
+    from kernelcraft.ledger import Ledger
+
+    ledger = Ledger(db)
+    name = None
+    if task_dir is not None:
+        from kernelcraft.task.loader import load_task
+
+        try:
+            name = load_task(task_dir).definition.name
+        except InputError as e:
+            _fail_input(e)
+    if run is not None:
+        if ledger.run(run) is None:
+            err.print(f"no run {run} in {ledger.url}")
+            raise typer.Exit(2)
+        result = summary(ledger, run)
+        if as_json:
+            print(json.dumps(result, indent=2))
+            return
+        _print_run(result)
+        _print_dag(result)
+        return
+    runs = [summary(ledger, r.id) for r in ledger.runs(name)]
+    if as_json:
+        print(json.dumps(runs, indent=2))
+        return
+    t = Table(title=f"runs in {ledger.url}")
+    for col in ("run", "task", "agent", "candidates", "best x baseline", "promoted"):
+        t.add_column(col)
+    for r in runs:
+        speeds = [c["speedup_vs_baseline"] for c in r["candidates"] if c["agent"] != "baseline" and c["speedup_vs_baseline"]]
+        t.add_row(str(r["run_id"]), r["task"], r["agent"], str(len(r["candidates"]) - 1),
+                  _fmt(max(speeds) if speeds else None, ".3f"), str(r["promoted"] or "-"))
+    console.print(t)
+
+
+def _print_dag(result: dict) -> None:
+    from rich.tree import Tree
+
+    children: dict = {}
+    for c in result["candidates"]:
+        children.setdefault(c["parent"], []).append(c)
+    tree = Tree(f"run {result['run_id']} DAG")
+
+    def add(node, parent_id):
+        for c in children.get(parent_id, []):
+            sp = f" {c['speedup_vs_baseline']:.3f}x" if c["speedup_vs_baseline"] else ""
+            star = " (promoted)" if c["id"] == result["promoted"] else ""
+            add(node.add(f"{c['id']} {c['status']}{sp}{star} {escape(c['strategy'][:60])}"), c["id"])
+
+    add(tree, None)
+    console.print(tree)
 
 
 def _print_import(report, out: Path) -> None:

@@ -1,0 +1,1 @@
+"""The design loop and its proposers."""

@@ -1,0 +1,24 @@
+"""Feedback an agent can act on, from one evaluated solution: the verdict, where it failed and by
+how much (the gauntlet's own reason text carries the workload, the element and the values), and
+per-workload timings against the baseline."""
+
+from __future__ import annotations
+
+from kernelcraft.gauntlet.records import SolutionResult
+
+
+def feedback_text(res: SolutionResult, limit: int = 6000) -> str:
+    lines = [f"status: {res.status}" + (f" (gate: {res.gate})" if res.gate else "")]
+    if res.reason:
+        lines.append("reason:\n" + res.reason)
+    timed = [w for w in res.workloads if w.latency_ms is not None]
+    if timed:
+        lines.append("timings (ms, candidate vs baseline):")
+        for w in timed:
+            axes = ", ".join(f"{k}={v}" for k, v in w.axes.items())
+            sp = f"{w.speedup_vs_baseline:.2f}x" if w.speedup_vs_baseline else "-"
+            lines.append(f"  {axes}: {w.latency_ms:.4f} vs {w.baseline_latency_ms or 0:.4f} ({sp})")
+    if res.speedup_vs_baseline:
+        lines.append(f"geometric-mean speedup vs baseline: {res.speedup_vs_baseline:.3f}x")
+    text = "\n".join(lines)
+    return text if len(text) <= limit else text[:limit] + "\n... (truncated)"

@@ -1,0 +1,175 @@
+"""The design loop: research -> plan -> propose -> gauntlet -> feedback -> select, within a budget.
+
+The baseline is evaluated first and kept in the ledger as the run's first candidate (agent
+``baseline``), so every later speedup has a measured reference point in the same run. Each
+proposal is written to the ledger (``PENDING``) before it is evaluated and updated in its own
+transaction after, so ``--resume`` re-evaluates at most the one candidate that was in flight.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from kernelcraft.agent.base import Agent, AgentError, CandidateView, Context
+from kernelcraft.agent.feedback import feedback_text
+from kernelcraft.errors import InputError, Problem
+from kernelcraft.gauntlet import Options, baseline_solution, evaluate
+from kernelcraft.gauntlet.records import SolutionResult
+from kernelcraft.ledger.store import Ledger
+from kernelcraft.solution.model import Solution
+from kernelcraft.task.loader import Task
+
+AGENTS = "tuner, files:DIR, openai:MODEL, anthropic:MODEL"
+
+
+@dataclass
+class OptimizeOptions:
+    device: str = "cpu"
+    budget: int = 8  # candidates to evaluate, the baseline not counted
+    target: float | None = None  # stop once a candidate reaches this speedup over the baseline
+    eval: Options | None = None
+
+
+def make_agent(spec: str, task: Task) -> Agent:
+    kind, _, arg = spec.partition(":")
+    if kind == "tuner" and not arg:
+        from kernelcraft.agent.tuner import TunerAgent
+
+        return TunerAgent(task.solution_paths(), task.definition.name)
+    if kind == "files" and arg:
+        from kernelcraft.agent.files import FilesAgent
+
+        return FilesAgent(Path(arg), task.definition.name)
+    if kind in ("openai", "anthropic") and arg:
+        from kernelcraft.agent.llm import AnthropicAgent, OpenAIAgent
+
+        return OpenAIAgent(arg) if kind == "openai" else AnthropicAgent(arg)
+    raise AgentError(f"unknown agent {spec!r}; use one of: {AGENTS}")
+
+
+def brief(task: Task, device: str, baseline: SolutionResult | None) -> str:
+    d = task.definition
+    lines = [f"task {d.name} ({d.op_type}) on {device}: {d.description or ''}".strip()]
+    lines.append("axes: " + ", ".join(f"{n}={a.value}" if a.type == "const" else f"{n} (var)" for n, a in d.axes.items()))
+    for kind, specs in (("inputs", d.inputs), ("outputs", d.outputs)):
+        lines.append(f"{kind} (in call order): " + ", ".join(
+            f"{n}: {s.dtype}{list(s.shape) if s.shape is not None else ' scalar'}" for n, s in specs.items()))
+    if d.constraints:
+        lines.append("constraints: " + "; ".join(d.constraints))
+    for name, spec in d.outputs.items():
+        tol = task.contract.tolerance.for_output(name, spec.dtype)
+        lines.append(f"tolerance {name}: an element fails when |error| > atol={tol.atol:g} and > rtol={tol.rtol:g} x |reference|")
+    lines.append("workloads: " + "; ".join(", ".join(f"{k}={v}" for k, v in w.axes.items()) for w in task.workloads))
+    lines.append("the gauntlet also runs unseen holdout shapes within the constraints, checks bit-exact repeatability, "
+                 "and rejects torch compute ops inside run()")
+    if baseline is not None:
+        timed = [w for w in baseline.workloads if w.latency_ms is not None]
+        if timed:
+            lines.append("baseline latency (ms): " + "; ".join(
+                f"{', '.join(f'{k}={v}' for k, v in w.axes.items())}: {w.latency_ms:.4f}" for w in timed))
+    return "\n".join(lines)
+
+
+def _view(c) -> CandidateView:
+    return CandidateView(id=c.id, parent=c.parent_id, agent=c.agent, strategy=c.strategy, status=c.status,
+                         speedup_vs_baseline=c.speedup_vs_baseline, feedback=c.feedback,
+                         solution=Solution.model_validate(c.solution))
+
+
+def optimize(task: Task, agent: Agent, ledger: Ledger, opts: OptimizeOptions, resume: int | None = None,
+             on_event: Callable[[str, dict], None] | None = None) -> dict:
+    emit = on_event or (lambda kind, data: None)
+    eval_opts = opts.eval or Options(device=opts.device)
+    if resume is None:
+        run_id = ledger.new_run(task.definition.name, str(task.root), task.definition.to_json_dict(), agent.name,
+                                opts.device, opts.budget, {"target": opts.target})
+    else:
+        run = ledger.run(resume)
+        if run is None:
+            raise InputError(Problem("--resume", str(resume), "no such run in the ledger", "see `kernelcraft ledger show`"))
+        if run.task.name != task.definition.name:
+            raise InputError(Problem("--resume", str(resume), f"run {resume} is for task {run.task.name!r}",
+                                     f"pass that task's folder, not {task.root}"))
+        run_id = run.id
+        ledger.reopen(run_id)
+    emit("run", {"run_id": run_id})
+
+    def evaluate_and_record(cid: int, sol: Solution, role: str) -> SolutionResult:
+        emit("evaluating", {"id": cid, "name": sol.name})
+        report = evaluate(task, [(role, sol, f"ledger:{cid}")], eval_opts)
+        res = report.solutions[0]
+        record = report.model_dump(mode="json")
+        record["solutions"] = [res.model_dump(mode="json")]
+        ledger.record(cid, res.status, res.gate, res.reason, res.speedup_vs_baseline, feedback_text(res), record)
+        emit("evaluated", {"id": cid, "name": sol.name, "status": res.status, "speedup": res.speedup_vs_baseline})
+        return res
+
+    run = ledger.run(run_id)
+    # A candidate left PENDING was in flight when the process died: evaluate it now.
+    for c in run.candidates:
+        if c.status == "PENDING":
+            evaluate_and_record(c.id, Solution.model_validate(c.solution), "baseline" if c.agent == "baseline" else "candidate")
+    run = ledger.run(run_id)
+    if not any(c.agent == "baseline" for c in run.candidates):
+        base = baseline_solution(task)
+        cid = ledger.add_candidate(run_id, None, "baseline", "the task's baseline.py", "", base.to_json_dict(), base.source_hash)
+        evaluate_and_record(cid, base, "baseline")
+    failures_in_a_row = 0
+    while True:
+        run = ledger.run(run_id)
+        views = [_view(c) for c in run.candidates if c.agent != "baseline"]
+        if len(views) >= opts.budget:
+            break
+        if opts.target and any((v.speedup_vs_baseline or 0) >= opts.target and v.status == "PASSED" for v in views):
+            break
+        base_row = next(c for c in run.candidates if c.agent == "baseline")
+        base_res = SolutionResult.model_validate(base_row.evaluation["solutions"][0]) if base_row.evaluation else None
+        ctx = Context(task=task, device=opts.device, brief=brief(task, opts.device, base_res), history=views)
+        try:
+            proposal = agent.propose(ctx)
+        except AgentError as e:
+            if not views:
+                raise  # a configuration problem (no key, no CLI, no tunables): nothing was spent yet
+            failures_in_a_row += 1
+            emit("agent_error", {"error": str(e)})
+            if failures_in_a_row >= 3:
+                break
+            continue
+        failures_in_a_row = 0
+        if proposal is None:
+            emit("exhausted", {})
+            break
+        cid = ledger.add_candidate(run_id, proposal.parent, agent.name, proposal.strategy, proposal.plan,
+                                   proposal.solution.to_json_dict(), proposal.solution.source_hash)
+        evaluate_and_record(cid, proposal.solution, "candidate")
+    return select(ledger, run_id, task)
+
+
+def select(ledger: Ledger, run_id: int, task: Task) -> dict:
+    run = ledger.run(run_id)
+    rule = f"PASSED every gate and speedup_vs_baseline >= {task.contract.promotion.min_speedup_vs_baseline:g} (contract)"
+    best = None
+    for c in run.candidates:
+        if c.agent == "baseline" or c.status != "PASSED" or not c.evaluation:
+            continue
+        if not c.evaluation["solutions"][0].get("promotable"):
+            continue
+        if best is None or (c.speedup_vs_baseline or 0) > (best.speedup_vs_baseline or 0):
+            best = c
+    ledger.promote(run_id, best.id if best else None, rule)
+    ledger.finish(run_id)
+    return summary(ledger, run_id)
+
+
+def summary(ledger: Ledger, run_id: int) -> dict:
+    run = ledger.run(run_id)
+    return {
+        "run_id": run.id,
+        "task": run.task.name,
+        "agent": run.agent,
+        "candidates": [{"id": c.id, "parent": c.parent_id, "agent": c.agent, "strategy": c.strategy,
+                        "status": c.status, "speedup_vs_baseline": c.speedup_vs_baseline} for c in run.candidates],
+        "promoted": run.promoted_id,
+    }

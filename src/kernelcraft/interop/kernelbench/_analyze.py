@@ -1,0 +1,307 @@
+"""A problem -> the plan of its task: inputs, outputs, axes (var or const, and why), workloads, contract."""
+
+from __future__ import annotations
+
+import inspect
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from kernelcraft.task.dtypes import TORCH_DTYPES
+
+from ._errors import ConversionError, _describe_error, _stage
+from ._names import _dtype_name, _identifier, _scalar_dtype, _unique
+from ._problem import _loose_tensors, _Problem, _Sample, _seeded
+from ._validate import _MakeConst, _validate, _variants
+
+
+@dataclass
+class _Input:
+    name: str
+    kind: str  # "tensor" (a forward argument), "scalar" (a forward argument), "state" (parameter/buffer)
+    dtype: str
+    shape: tuple[int, ...] | None
+    axes: list[str] | None = None
+    state_key: str | None = None  # the parameter/buffer name, for "state"
+    is_buffer: bool = False
+
+
+@dataclass
+class _Plan:
+    inputs: list[_Input]
+    n_args: int
+    outputs: list[tuple[str, list[str] | None, str]]  # (name, axes, dtype)
+    axes: dict[str, dict]
+    axis_why: dict[str, str]
+    var: list[str]
+    workloads: list[dict]  # {"axes": {...}, "scalars": {name: value}, "label": str}
+    dists: dict[str, dict]  # contract [inputs.<name>]
+    dist_why: dict[str, str]
+    build_device: str
+    loose: list[str]
+    probe_device: str
+    state: dict[str, torch.Tensor]
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Structural equality of get_init_inputs() results (tensors by value)."""
+    try:
+        if isinstance(a, torch.Tensor) or isinstance(b, torch.Tensor):
+            return (isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and a.shape == b.shape
+                    and a.dtype == b.dtype and bool(torch.equal(a, b)))
+        if isinstance(a, list | tuple) and isinstance(b, list | tuple):
+            return type(a) is type(b) and len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
+        if isinstance(a, dict) and isinstance(b, dict):
+            return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
+        return bool(a == b)
+    except Exception:  # noqa: BLE001
+        return False
+
+
+def _analyze(prob: _Problem) -> _Plan:
+    with _stage("get_inputs()"):
+        orig = prob.sample({}, real=True)
+    _check_items(orig)
+    params, buffers, state, loose = _build_models(prob)
+    build_device = "meta" if prob.meta_model is not None and not loose else "cpu"
+    base_out = _base_outputs(prob)
+    inputs = _name_inputs(prob, orig, params, buffers)
+    n_args = len(orig.items)
+    follows, changed_by, eligible, why = _trace_constants(prob, orig, inputs)
+
+    # input dims -> axis names
+    dim_axis: dict[tuple[int, int], str] = {}
+    for (i, k) in sorted({d for f in follows.values() for d in f}):
+        dim_axis[(i, k)] = next(c for c in prob.consts if (i, k) in follows[c])
+    named = [c for c in prob.consts if c in dim_axis.values()]
+    axis_taken = set(named)
+
+    int_inputs = [i for i, inp in enumerate(inputs[:n_args])
+                  if inp.kind == "tensor" and not _torch_dtype(inp).is_floating_point
+                  and _torch_dtype(inp) != torch.bool and orig.items[i].numel() > 0]
+
+    def int_ranges(s: _Sample) -> list[tuple[int, int, int]]:
+        """(low, high, count) of each integer input's drawn values."""
+        return [(int(s.items[i].min()), int(s.items[i].max()) + 1, s.items[i].numel()) for i in int_inputs]
+
+    orig_ranges = int_ranges(orig)
+    ranges: list[tuple[int, int]] = []
+
+    # validate var axes: forward at each changed shape, outputs expressible by the axes
+    var = list(eligible)
+    while True:
+        try:
+            out_dims, points, ranges = _validate(prob, var, base_out, int_inputs, orig_ranges, int_ranges, inputs)
+        except _MakeConst as e:
+            for c in e.names:
+                var.remove(c)
+                why[c] = e.reason
+            continue
+        break
+
+    for c in var:
+        v = prob.consts[c]
+        tried = " and ".join(f"{c} = {x}" for x in _variants(v))
+        why[c] = (f"module constant `{c}` (= {v} in the problem); get_inputs() dims follow it and forward() "
+                  f"runs with {tried} ({prob.probe_device} device), the outputs following the axes")
+
+    axes: dict[str, dict] = {}
+    for c in named:
+        axes[c] = {"type": "var", "description": f"module constant {c} (= {prob.consts[c]} in the problem)"} \
+            if c in var else {"type": "const", "value": prob.consts[c], "description": f"module constant {c}"}
+    for idx, inp in enumerate(inputs):
+        if inp.shape is None:
+            continue
+        names = []
+        for k, d in enumerate(inp.shape):
+            if inp.kind != "state" and (idx, k) in dim_axis:
+                names.append(dim_axis[(idx, k)])
+                continue
+            ax = _unique(f"{inp.name}_d{k}", axis_taken)
+            axes[ax] = {"type": "const", "value": d, "description": f"{inp.name} dim {k}"}
+            if inp.kind == "state":
+                why[ax] = f"shape of {'buffer' if inp.is_buffer else 'parameter'} {inp.state_key} (fixed by the weights)"
+            elif (idx, k) in changed_by:
+                why[ax] = ("changes with module constant(s) " + ", ".join(f"`{c}`" for c in sorted(changed_by[(idx, k)]))
+                           + " but does not equal one")
+            else:
+                why[ax] = "no module constant drives it"
+            names.append(ax)
+        inp.axes = names
+
+    outputs = []
+    out_taken = {i.name for i in inputs}
+    for j, (shape, dtype) in enumerate(base_out):
+        oname = _unique("output" if len(base_out) == 1 else f"output_{j}", out_taken)
+        dt_name = _scalar_dtype(dtype(0)) if shape is None else _dtype_name(dtype, f"output {oname!r}")
+        if shape is None:
+            outputs.append((oname, None, dt_name))
+            continue
+        names = []
+        for k, d in enumerate(shape):
+            if out_dims[j][k] is not None:
+                names.append(out_dims[j][k])
+                continue
+            ax = _unique(f"{oname}_d{k}", axis_taken)
+            axes[ax] = {"type": "const", "value": d, "description": f"{oname} dim {k}"}
+            why[ax] = "output dim, the same in every shape tried" if var else "output dim"
+            names.append(ax)
+        outputs.append((oname, names, dt_name))
+
+    # workloads: the problem's own shapes, then the validated smaller / larger variants
+    workloads = []
+    for label, assign in points:
+        s = prob.sample({c: assign[c] for c in var if assign[c] != prob.consts[c]})
+        scalars = {inputs[i].name: s.items[i] for i in range(n_args) if inputs[i].kind == "scalar"}
+        workloads.append({"label": label, "axes": {c: assign[c] for c in var}, "scalars": scalars})
+
+    dists, dist_why = _input_dists(orig, inputs, n_args, int_inputs, ranges)
+    return _Plan(inputs, n_args, outputs, axes, why, var, workloads, dists, dist_why, build_device, loose,
+                 prob.probe_device, state)
+
+
+def _check_items(orig: _Sample) -> None:
+    for i, x in enumerate(orig.items):
+        if isinstance(x, torch.Tensor):
+            if x.device.type != "cpu":
+                raise ConversionError(f"get_inputs() item {i} is on {x.device}; the importer needs CPU tensors")
+        elif not isinstance(x, bool | int | float):
+            raise ConversionError(f"get_inputs() item {i} is a {type(x).__name__}; only tensors and Python "
+                                  "numbers can be inputs")
+
+
+def _build_models(prob: _Problem) -> tuple[list, list, dict[str, torch.Tensor], list[str]]:
+    """Build the model on the CPU (its parameters and buffers become the task's weights) and, where it
+    can be, on the meta device; returns (parameters, buffers, their tensors, loose tensors)."""
+    seed = prob.seed
+    with _stage("torch.manual_seed(seed); Model(*get_init_inputs())"):
+        with _seeded(seed):
+            init = list(prob.get_init_inputs())
+            cpu_model = prob.model_cls(*init)
+    prob.cpu_model = cpu_model
+    params = list(cpu_model.named_parameters())
+    buffers = list(cpu_model.named_buffers())
+    state = {k: t.detach().clone().contiguous() for k, t in params + buffers}
+    try:
+        with _seeded(seed), torch.device("meta"):
+            prob.meta_model = prob.model_cls(*list(prob.get_init_inputs()))
+    except Exception:  # noqa: BLE001 - the model cannot be made on the meta device: probe on the CPU
+        prob.meta_model = None
+    loose = _loose_tensors(cpu_model)
+    return params, buffers, state, loose
+
+
+def _base_outputs(prob: _Problem) -> list[tuple[tuple[int, ...] | None, Any]]:
+    """forward() on the original shapes: on the meta device first; on the CPU when meta cannot, and
+    then every later probe runs on the CPU too."""
+    base_out = None
+    if prob.meta_model is not None:
+        try:
+            base_out = prob.forward({})
+        except ConversionError:
+            raise
+        except Exception:  # noqa: BLE001
+            base_out = None
+    if base_out is None:
+        prob.probe_device = "cpu"
+        prob._outputs.clear()
+        with _stage("forward() on get_inputs()"):
+            base_out = prob.forward({})
+    return base_out
+
+
+def _name_inputs(prob: _Problem, orig: _Sample, params: list, buffers: list) -> list[_Input]:
+    """run()'s inputs: forward's parameters, then parameters and buffers."""
+    sig = inspect.signature(prob.model_cls.forward)
+    fparams = list(sig.parameters.values())[1:]
+    arg_names: list[str] = []
+    star = next((p.name for p in fparams if p.kind is p.VAR_POSITIONAL), None)
+    positional = [p.name for p in fparams if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    for i in range(len(orig.items)):
+        if i < len(positional):
+            arg_names.append(positional[i])
+        elif star is not None:
+            arg_names.append(f"{star}_{i - len(positional)}")
+        else:
+            raise ConversionError(f"get_inputs() returns {len(orig.items)} items; forward() takes {len(positional)}")
+    taken: set[str] = set()
+    inputs: list[_Input] = []
+    for name, x in zip(arg_names, orig.items, strict=True):
+        nm = _unique(_identifier(name, "arg"), taken)
+        if isinstance(x, torch.Tensor):
+            inputs.append(_Input(nm, "tensor", _dtype_name(x.dtype, f"input {nm!r}"), tuple(x.shape)))
+        else:
+            inputs.append(_Input(nm, "scalar", _scalar_dtype(x), None))
+    for key, t in params + buffers:
+        nm = _unique(_identifier(key.replace(".", "__"), "p"), taken)
+        inputs.append(_Input(nm, "state", _dtype_name(t.dtype, f"parameter/buffer {key!r}"), tuple(t.shape),
+                             state_key=key, is_buffer=key in dict(buffers)))
+    return inputs
+
+
+def _trace_constants(prob: _Problem, orig: _Sample, inputs: list[_Input]) -> tuple[
+        dict[str, set[tuple[int, int]]], dict[tuple[int, int], set[str]], list[str], dict[str, str]]:
+    """Which module constants drive which input dims: (dims that follow each constant, constants
+    changing each dim, constants eligible as var axes, why each other followed constant is not)."""
+    why: dict[str, str] = {}
+    follows: dict[str, set[tuple[int, int]]] = {}
+    changed_by: dict[tuple[int, int], set[str]] = {}
+    eligible: list[str] = []
+    orig_init = prob.sample({}).init
+    for c, v in prob.consts.items():
+        reasons = []
+        fol: set[tuple[int, int]] = set()
+        notfol: set[tuple[int, int]] = set()
+        for v2 in _variants(v):
+            try:
+                s = prob.sample({c: v2})
+            except Exception as e:  # noqa: BLE001
+                reasons.append(f"get_inputs() fails with {c} = {v2} ({_describe_error(e)})")
+                continue
+            if not _same(s.init, orig_init):
+                reasons.append("get_init_inputs() uses it, so changing it would change the model and its parameters")
+            if s.kinds() != orig.kinds():
+                reasons.append("changing it changes the number, rank or dtype of get_inputs()'s items")
+                continue
+            for i, (a, b) in enumerate(zip(orig.shapes, s.shapes, strict=True)):
+                for k, (d, d2) in enumerate(zip(a or (), b or (), strict=True)):
+                    if d2 != d:
+                        changed_by.setdefault((i, k), set()).add(c)
+                        (fol if (d == v and d2 == v2) else notfol).add((i, k))
+        fol -= notfol
+        if notfol:
+            dims = ", ".join(f"{inputs[i].name} dim {k}" for i, k in sorted(notfol))
+            reasons.append(f"changing it changes dims that do not equal it ({dims})")
+        follows[c] = fol
+        if fol and not reasons:
+            eligible.append(c)
+        elif fol:
+            why[c] = "; ".join(dict.fromkeys(reasons))
+    return follows, changed_by, eligible, why
+
+
+def _input_dists(orig: _Sample, inputs: list[_Input], n_args: int, int_inputs: list[int],
+                 ranges: list[tuple[int, int]]) -> tuple[dict[str, dict], dict[str, str]]:
+    """The contract's [inputs.<name>] tables, and why: integer inputs within the drawn range, non-negative
+    floats uniform over the drawn range."""
+    dists: dict[str, dict] = {}
+    dist_why: dict[str, str] = {}
+    for i, (low, high) in zip(int_inputs, ranges, strict=True):
+        dists[inputs[i].name] = {"dist": "randint", "low": low, "high": high}
+        dist_why[inputs[i].name] = (f"integers in [{low}, {high}): the values get_inputs() drew lie in this range "
+                                    "at every workload's shapes, so indices stay valid")
+    for i in range(n_args):
+        x = orig.items[i]
+        if isinstance(x, torch.Tensor) and x.is_floating_point() and x.numel() > 1:
+            lo, hi = float(x.min()), float(x.max())
+            if math.isfinite(lo) and math.isfinite(hi) and 0.0 <= lo < hi:
+                dists[inputs[i].name] = {"dist": "uniform", "low": lo, "high": hi}
+                dist_why[inputs[i].name] = (f"uniform in [{lo:.6g}, {hi:.6g}): get_inputs() drew only values "
+                                            "in this range, none negative")
+    return dists, dist_why
+
+
+def _torch_dtype(inp: _Input) -> torch.dtype:
+    return TORCH_DTYPES[inp.dtype]

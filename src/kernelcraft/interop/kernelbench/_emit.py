@@ -1,0 +1,239 @@
+"""The generated files of a task folder: reference/baseline source, definition, workloads, contract, README."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import uuid
+
+from ._analyze import _Plan
+from ._problem import _Problem
+
+OP_TYPE = "kernelbench"
+SOURCE_TAG = "source:kernelbench"
+# fixed, so that importing the same problem again gives the same workload uuids
+_UUID_NAMESPACE = uuid.UUID("6b3c1e0a-5d2f-4f7e-9a51-6b6b1c2e8f40")
+
+
+def _python_literal(text: str) -> str:
+    """A Python string literal equal to ``text``: a readable raw triple-quoted one when possible."""
+    for quote in ("'''", '"""'):
+        candidate = f"r{quote}{text}{quote}"
+        try:
+            if eval(compile(candidate, "<literal>", "eval"), {"__builtins__": {}}) == text:  # noqa: S307
+                return candidate
+        except SyntaxError:
+            pass
+    return repr(text)
+
+
+def _runner_source(kind: str, plan: _Plan, prob: _Problem, name: str, sha: str, seed: int,
+                   clone_positions: list[int], clone_outputs: bool) -> str:
+    args = [i.name for i in plan.inputs]
+    fwd = args[:plan.n_args]
+    state_keys = [i.state_key for i in plan.inputs[plan.n_args:]]
+    if kind == "reference":
+        doc = (f"Reference for KernelBench problem {prob.path.name}: Model(*get_init_inputs()).forward("
+               f"{', '.join(fwd)}).\n\n")
+    else:
+        doc = (f"Baseline: KernelBench problem {prob.path.name}'s own PyTorch forward, in the inputs' precision.\n\n"
+               "The same computation as the reference (it is the problem's forward); this is the number to beat.\n")
+    doc += (
+        "The model's parameters and buffers are inputs of run() (named after named_parameters() and\n"
+        "named_buffers(), '.' -> '__'), passed with torch.func.functional_call; the model itself is built\n"
+        f"once, on the {plan.build_device} device, from the problem source embedded below, and stays in\n"
+        "training mode, as KernelBench runs it.\n"
+    )
+    if plan.build_device == "cpu" and plan.loose:
+        doc += (f"It is built on the CPU under torch.manual_seed({seed}) because it keeps tensors that are not\n"
+                f"parameters or buffers ({', '.join(plan.loose)}).\n")
+    clone_doc = "run() inputs the forward writes in place (cloned first, so inputs stay unmodified)"
+    lines = [
+        f'"""{doc}"""',
+        "",
+        "import linecache",
+        "import types",
+        "",
+        "import torch",
+        "",
+        f"# KernelBench problem {prob.path.name}, verbatim (sha256 {sha})",
+        f"PROBLEM_SOURCE = {_python_literal(prob.source)}",
+        "",
+        f"_BUILD_DEVICE = {plan.build_device!r}",
+        f"_SEED = {seed}  # torch.manual_seed before get_init_inputs() and Model(...), as when imported",
+        f"_N_ARGS = {plan.n_args}  # forward() arguments; the rest of run()'s inputs are parameters and buffers",
+        f"_STATE_NAMES = {tuple(state_keys)!r}",
+        f"_CLONE = {tuple(clone_positions)!r}  # {clone_doc}",
+        f"_CLONE_OUTPUTS = {clone_outputs!r}  # the forward returns views of its inputs: outputs are copied",
+        "_cache = {}",
+        "",
+        "",
+        "def _model():",
+        '    if "model" not in _cache:',
+        f'        filename = "<kernelbench {name}>"',
+        "        linecache.cache[filename] = (len(PROBLEM_SOURCE), None, PROBLEM_SOURCE.splitlines(True), filename)",
+        '        module = types.ModuleType("kernelbench_problem")',
+        "        with torch.random.fork_rng(devices=[]):  # the caller's random state is left alone",
+        "            torch.manual_seed(_SEED)  # module-level random tensors: the same in every process",
+        '            exec(compile(PROBLEM_SOURCE, filename, "exec"), module.__dict__)',
+        "            torch.manual_seed(_SEED)",
+        '            init_inputs = list(getattr(module, "get_init_inputs", list)())',
+        "            with torch.device(_BUILD_DEVICE):",
+        '                _cache["model"] = module.Model(*init_inputs)',
+        '    return _cache["model"]',
+        "",
+        "",
+        "def _forward(values):",
+        "    values = [v.clone() if i in _CLONE else v for i, v in enumerate(values)]",
+        "    state = dict(zip(_STATE_NAMES, values[_N_ARGS:], strict=True))",
+        "    with torch.no_grad():",
+        "        out = torch.func.functional_call(_model(), state, tuple(values[:_N_ARGS]))",
+        "    if isinstance(out, list):",
+        "        out = tuple(out)",
+        "    if _CLONE_OUTPUTS:",
+        "        if isinstance(out, tuple):",
+        "            return tuple(o.clone() if isinstance(o, torch.Tensor) else o for o in out)",
+        "        return out.clone() if isinstance(out, torch.Tensor) else out",
+        "    return out",
+        "",
+        "",
+        f"def run({', '.join(args)}):",
+        f"    return _forward([{', '.join(args)}])",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def _definition(plan: _Plan, prob: _Problem, name: str, seed: int, reference: str) -> dict:
+    inputs = {}
+    for inp in plan.inputs:
+        desc = {"tensor": "forward() argument", "scalar": "forward() argument (a Python number)",
+                "state": f"{'buffer' if inp.is_buffer else 'parameter'} {inp.state_key}"}[inp.kind]
+        inputs[inp.name] = {"shape": inp.axes if inp.shape is not None else None, "dtype": inp.dtype,
+                            "description": desc}
+    outputs = {o: {"shape": axes, "dtype": dtype} for o, axes, dtype in plan.outputs}
+    state_note = (f" Parameters and buffers come from torch.manual_seed({seed}) then "
+                  "Model(*get_init_inputs()), stored in weights.safetensors." if plan.n_args < len(plan.inputs) else "")
+    return {
+        "name": name,
+        "op_type": OP_TYPE,
+        "description": f"KernelBench problem {prob.path.name}: Model.forward, imported with seed {seed}.{state_note}",
+        "tags": [SOURCE_TAG],
+        "axes": plan.axes,
+        "constraints": [f"{c} >= 1" for c in plan.var],
+        "inputs": inputs,
+        "outputs": outputs,
+        "reference": reference,
+    }
+
+
+def _workload_lines(plan: _Plan, name: str) -> list[str]:
+    lines = []
+    for w in plan.workloads:
+        specs: dict[str, dict] = {}
+        for inp in plan.inputs:
+            if inp.kind == "state":
+                specs[inp.name] = {"type": "safetensors", "path": "weights.safetensors", "tensor_key": inp.state_key}
+            elif inp.kind == "scalar":
+                specs[inp.name] = {"type": "scalar", "value": w["scalars"][inp.name]}
+            else:
+                specs[inp.name] = {"type": "random"}
+        uid = uuid.uuid5(_UUID_NAMESPACE, f"{name}/{json.dumps(w['axes'], sort_keys=True)}")
+        lines.append(json.dumps({"definition": name, "workload": {"uuid": str(uid), "axes": w["axes"], "inputs": specs},
+                                 "solution": None, "evaluation": None}))
+    return lines
+
+
+def _contract(plan: _Plan) -> str:
+    out = ["# Written by `kernelcraft import kernelbench`: how random inputs are drawn (see README.md).", ""]
+    for nm, d in plan.dists.items():
+        out.append(f"[inputs.{nm}]")
+        out.append(f'dist = "{d["dist"]}"')
+        for k in ("low", "high"):
+            out.append(f"{k} = {float(d[k])!r}")
+        out.append("")
+    return "\n".join(out)
+
+
+def _readme(plan: _Plan, prob: _Problem, name: str, sha: str, seed: int, smoke_note: str) -> str:
+    fwd = plan.inputs[:plan.n_args]
+    state = plan.inputs[plan.n_args:]
+    sig = ", ".join(i.name for i in plan.inputs)
+
+    def shape(axes: list[str] | None) -> str:
+        return "scalar" if axes is None else "[" + ", ".join(axes) + "]"
+
+    lines = [
+        f"# {name}",
+        "",
+        f"KernelBench problem `{prob.path.name}`, converted by `kernelcraft import kernelbench`.",
+        "",
+        f"- source: `{prob.path.resolve()}`",
+        f"- sha256 of the source: `{sha}`",
+        f"- imported: {dt.datetime.now(dt.UTC).date().isoformat()}",
+        f"- seed: {seed} (`torch.manual_seed({seed})`, then `Model(*get_init_inputs())`; "
+        + ("its parameters and buffers are stored in `weights.safetensors`)" if state else "the model has no "
+           "parameters or buffers)"),
+        "",
+        "## The contract",
+        "",
+        f"`run({sig})` returns what the problem's `Model(*get_init_inputs()).forward("
+        f"{', '.join(i.name for i in fwd)})` returns"
+        + (", with the model's parameters and buffers replaced by the inputs of the same name "
+           "(`torch.func.functional_call`)" if state else "")
+        + ". The model is in training mode, as KernelBench runs it (BatchNorm uses the batch's statistics).",
+        "",
+        "Inputs:",
+        "",
+    ]
+    for i in fwd:
+        how = plan.dist_why.get(i.name)
+        if i.kind == "scalar":
+            how = "a Python number, the value get_inputs() returns (per workload)"
+        elif how is None:
+            how = "random, kernelcraft's default distribution for its dtype (floats N(0, 1))"
+        lines.append(f"- `{i.name}`: {i.dtype} {shape(i.axes)}, forward() argument; {how}")
+    for i in state:
+        lines.append(f"- `{i.name}`: {i.dtype} {shape(i.axes)}, {'buffer' if i.is_buffer else 'parameter'} "
+                     f"`{i.state_key}`, fixed: `weights.safetensors[{i.state_key!r}]`")
+    lines += ["", "Outputs:", ""]
+    for o, axes, dtype in plan.outputs:
+        lines.append(f"- `{o}`: {dtype} {shape(axes)}")
+    lines += [
+        "",
+        "Correctness: kernelcraft's default tolerances for the output dtype, against the reference run in "
+        "float64 (every floating input, parameters included, upcast)"
+        + (", integer and float input distributions from `contract.toml`" if plan.dists else "") + ".",
+        "",
+        "## Axes",
+        "",
+        "| axis | kind | value | why |",
+        "|---|---|---|---|",
+    ]
+    for ax, spec in plan.axes.items():
+        value = "per workload" if spec["type"] == "var" else str(spec["value"])
+        lines.append(f"| `{ax}` | {spec['type']} | {value} | {plan.axis_why.get(ax, '')} |")
+    lines += [
+        "",
+        f"Shapes were probed on the {plan.probe_device} device: each module int constant changed (halved, "
+        "doubled) in the module's globals, get_inputs() and forward() run again. A dim is var only when it "
+        "follows a constant that get_init_inputs() does not use, forward() works at the changed shapes and "
+        "every output dim is constant or equals one var axis in every shape tried; otherwise it is const "
+        "at the problem's value (correctness first).",
+        "",
+        "## Workloads",
+        "",
+    ]
+    for w in plan.workloads:
+        axes = ", ".join(f"{k}={v}" for k, v in w["axes"].items()) or "no var axes"
+        lines.append(f"- {w['label']}: {axes}")
+    lines += [
+        "",
+        "## Baseline",
+        "",
+        "`baseline.py` is the problem's own PyTorch forward (the same `functional_call` as the reference, "
+        "in the inputs' own precision): KernelBench's eager PyTorch time is the number to beat.",
+    ]
+    if smoke_note:
+        lines += ["", "## Notes", "", smoke_note]
+    return "\n".join(lines) + "\n"

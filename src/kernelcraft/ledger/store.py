@@ -1,0 +1,179 @@
+"""SQLAlchemy storage of the ledger. A SQLite file by default; any SQLAlchemy URL works
+(``--db URL`` or ``KERNELCRAFT_DB``).
+
+Every write is its own transaction, committed before the next step of the loop: a run killed with
+SIGKILL loses at most the candidate in flight, which stays ``PENDING`` and is evaluated again by
+``optimize --resume``.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+from pathlib import Path
+
+from sqlalchemy import JSON, Float, ForeignKey, Integer, String, Text, create_engine, event, select
+from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column, relationship, sessionmaker
+
+
+def default_url() -> str:
+    """``KERNELCRAFT_DB``, else a SQLite file at ``.kernelcraft/ledger.db`` under the working directory."""
+    env = os.environ.get("KERNELCRAFT_DB")
+    if env:
+        return env
+    path = Path.cwd() / ".kernelcraft" / "ledger.db"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return f"sqlite:///{path}"
+
+
+def _now() -> str:
+    return dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+
+
+class Base(DeclarativeBase):
+    pass
+
+
+class TaskRow(Base):
+    __tablename__ = "tasks"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    name: Mapped[str] = mapped_column(String(200), index=True)  # the definition's name
+    root: Mapped[str] = mapped_column(Text)  # the task folder when first seen
+    definition: Mapped[dict] = mapped_column(JSON)
+    created_at: Mapped[str] = mapped_column(String(40), default=_now)
+
+
+class Run(Base):
+    __tablename__ = "runs"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    task_id: Mapped[int] = mapped_column(ForeignKey("tasks.id"))
+    agent: Mapped[str] = mapped_column(String(200))
+    device: Mapped[str] = mapped_column(String(40))
+    budget: Mapped[int] = mapped_column(Integer)
+    status: Mapped[str] = mapped_column(String(20), default="running")  # running, finished
+    options: Mapped[dict] = mapped_column(JSON, default=dict)
+    promoted_id: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    created_at: Mapped[str] = mapped_column(String(40), default=_now)
+    finished_at: Mapped[str | None] = mapped_column(String(40), nullable=True)
+    task: Mapped[TaskRow] = relationship()
+    candidates: Mapped[list[Candidate]] = relationship(back_populates="run", order_by="Candidate.id")
+
+
+class Candidate(Base):
+    __tablename__ = "candidates"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    run_id: Mapped[int] = mapped_column(ForeignKey("runs.id"), index=True)
+    parent_id: Mapped[int | None] = mapped_column(ForeignKey("candidates.id"), nullable=True)
+    agent: Mapped[str] = mapped_column(String(200))
+    strategy: Mapped[str] = mapped_column(Text, default="")
+    plan: Mapped[str] = mapped_column(Text, default="")
+    solution: Mapped[dict] = mapped_column(JSON)  # the FlashInfer-Trace Solution record
+    source_hash: Mapped[str] = mapped_column(String(64), index=True)
+    status: Mapped[str] = mapped_column(String(30), default="PENDING")
+    gate: Mapped[str | None] = mapped_column(String(30), nullable=True)
+    reason: Mapped[str] = mapped_column(Text, default="")
+    speedup_vs_baseline: Mapped[float | None] = mapped_column(Float, nullable=True)
+    feedback: Mapped[str] = mapped_column(Text, default="")
+    evaluation: Mapped[dict | None] = mapped_column(JSON, nullable=True)  # SolutionResult + provenance
+    created_at: Mapped[str] = mapped_column(String(40), default=_now)
+    evaluated_at: Mapped[str | None] = mapped_column(String(40), nullable=True)
+    run: Mapped[Run] = relationship(back_populates="candidates")
+
+
+class Promotion(Base):
+    __tablename__ = "promotions"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    run_id: Mapped[int] = mapped_column(ForeignKey("runs.id"))
+    candidate_id: Mapped[int] = mapped_column(ForeignKey("candidates.id"))
+    rule: Mapped[str] = mapped_column(Text)
+    created_at: Mapped[str] = mapped_column(String(40), default=_now)
+
+
+class Ledger:
+    def __init__(self, url: str | None = None):
+        self.url = url or default_url()
+        self.engine = create_engine(self.url)
+        if self.engine.dialect.name == "sqlite":
+            # WAL: a reader (ledger show) never blocks the writer; synchronous=FULL makes each
+            # commit durable before the loop moves on, which is what --resume relies on.
+            @event.listens_for(self.engine, "connect")
+            def _pragmas(conn, _):
+                cur = conn.cursor()
+                cur.execute("PRAGMA journal_mode=WAL")
+                cur.execute("PRAGMA synchronous=FULL")
+                cur.execute("PRAGMA foreign_keys=ON")
+                cur.close()
+        Base.metadata.create_all(self.engine)
+        self.sessions = sessionmaker(self.engine, expire_on_commit=False)
+
+    def session(self) -> Session:
+        return self.sessions()
+
+    def task_row(self, s: Session, name: str, root: str, definition: dict) -> TaskRow:
+        row = s.scalars(select(TaskRow).where(TaskRow.name == name)).first()
+        if row is None:
+            row = TaskRow(name=name, root=root, definition=definition)
+            s.add(row)
+            s.flush()
+        return row
+
+    def new_run(self, name: str, root: str, definition: dict, agent: str, device: str, budget: int,
+                options: dict) -> int:
+        with self.session() as s, s.begin():
+            task = self.task_row(s, name, root, definition)
+            run = Run(task_id=task.id, agent=agent, device=device, budget=budget, options=options)
+            s.add(run)
+            s.flush()
+            return run.id
+
+    def run(self, run_id: int) -> Run | None:
+        with self.session() as s:
+            run = s.get(Run, run_id)
+            if run is not None:
+                _ = run.task, list(run.candidates)  # load before the session closes
+            return run
+
+    def runs(self, task_name: str | None = None) -> list[Run]:
+        with self.session() as s:
+            q = select(Run).order_by(Run.id)
+            if task_name:
+                q = q.join(TaskRow).where(TaskRow.name == task_name)
+            runs = list(s.scalars(q))
+            for r in runs:
+                _ = r.task, list(r.candidates)
+            return runs
+
+    def add_candidate(self, run_id: int, parent: int | None, agent: str, strategy: str, plan: str,
+                      solution: dict, source_hash: str) -> int:
+        with self.session() as s, s.begin():
+            c = Candidate(run_id=run_id, parent_id=parent, agent=agent, strategy=strategy, plan=plan,
+                          solution=solution, source_hash=source_hash)
+            s.add(c)
+            s.flush()
+            return c.id
+
+    def record(self, cand_id: int, status: str, gate: str | None, reason: str, speedup: float | None,
+               feedback: str, evaluation: dict) -> None:
+        with self.session() as s, s.begin():
+            c = s.get(Candidate, cand_id)
+            c.status, c.gate, c.reason = status, gate, reason
+            c.speedup_vs_baseline, c.feedback = speedup, feedback
+            c.evaluation = json.loads(json.dumps(evaluation, default=str))
+            c.evaluated_at = _now()
+
+    def promote(self, run_id: int, cand_id: int | None, rule: str) -> None:
+        with self.session() as s, s.begin():
+            run = s.get(Run, run_id)
+            run.promoted_id = cand_id
+            if cand_id is not None:
+                s.add(Promotion(run_id=run_id, candidate_id=cand_id, rule=rule))
+
+    def finish(self, run_id: int) -> None:
+        with self.session() as s, s.begin():
+            run = s.get(Run, run_id)
+            run.status, run.finished_at = "finished", _now()
+
+    def reopen(self, run_id: int) -> None:
+        with self.session() as s, s.begin():
+            s.get(Run, run_id).status = "running"

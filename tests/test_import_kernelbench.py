@@ -1,0 +1,207 @@
+"""KernelBench import: problems in KernelBench's format (tests/fixtures/kernelbench/) become task
+folders that load, pass `task check`, and whose baseline (the problem's own forward) passes its own
+task on the CPU; a problem that cannot be converted is reported with its reason."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tomllib
+import types
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+import torch
+from safetensors.torch import load_file
+
+from kernelcraft.interop.kernelbench import import_kernelbench
+from kernelcraft.task import load_task
+from kernelcraft.task.inputs import make_inputs
+
+from conftest import FIXTURES, eval_json, kc
+
+KB = FIXTURES / "kernelbench"
+CONVERTIBLE = {
+    "19_ReLU", "47_Sum_reduction_over_a_dimension", "2_Standard_matrix_multiplication_",
+    "11_Conv2d_BatchNorm_ReLU", "3_MLP_Softmax", "95_CrossEntropyLoss",
+}
+BROKEN = "99_broken_get_inputs"
+
+
+@pytest.fixture(scope="module")
+def imported(tmp_path_factory):
+    out = tmp_path_factory.mktemp("kernelbench_tasks")
+    report = import_kernelbench([KB], out, seed=0)
+    return out, report
+
+
+def _parallel(fn, items):
+    with ThreadPoolExecutor(max_workers=max(2, min(4, os.cpu_count() or 2))) as pool:
+        return dict(zip(items, pool.map(fn, items), strict=True))
+
+
+def _problem(stem: str) -> types.ModuleType:
+    module = types.ModuleType("problem")
+    exec(compile((KB / f"{stem}.py").read_text(), stem, "exec"), module.__dict__)
+    return module
+
+
+def _load_run(text: str):
+    ns: dict = {}
+    exec(compile(text, "<generated>", "exec"), ns)
+    return ns["run"]
+
+
+def test_report_lists_converted_and_failed(imported):
+    out, report = imported
+    assert {p.name for p in report.converted} == CONVERTIBLE
+    assert all(p.parent == out for p in report.converted)
+    assert len(report.failures) == 1
+    path, reason = report.failures[0]
+    assert Path(path).stem == BROKEN
+    assert "get_inputs()" in reason and "broken on purpose" in reason
+    assert not (out / BROKEN).exists()
+    assert sorted(p.name for p in out.iterdir()) == sorted(CONVERTIBLE), "no partial or temporary folders left"
+
+
+def test_folders_load_and_pass_task_check(imported):
+    out, _ = imported
+    for name in CONVERTIBLE:
+        task = load_task(out / name)
+        d = task.definition
+        assert d.op_type == "kernelbench" and "source:kernelbench" in d.tags
+        assert task.readme_path is not None and len(task.workloads) >= 1
+        assert not task.warnings
+    procs = _parallel(lambda n: kc("task", "check", out / n), sorted(CONVERTIBLE))
+    for name, proc in procs.items():
+        assert proc.returncode == 0, f"{name}:\n{proc.stdout}{proc.stderr}"
+        assert proc.stdout.strip().endswith("ok"), proc.stdout
+
+
+def test_baselines_pass_their_own_tasks_on_cpu(imported, tmp_path):
+    out, _ = imported
+    records = _parallel(lambda n: eval_json(out / n, tmp=tmp_path), sorted(CONVERTIBLE))
+    for name, rec in records.items():
+        base = rec["solutions"][0]
+        assert base["name"] == "baseline", name
+        assert base["status"] == "PASSED", f"{name}: {base['reason']}"
+        assert base["workloads"] and all(w["status"] == "PASSED" for w in base["workloads"]), (name, base["workloads"])
+
+
+def test_matmul_has_var_axes_and_shape_variants(imported):
+    out, _ = imported
+    task = load_task(out / "2_Standard_matrix_multiplication_")
+    d = task.definition
+    assert set(d.var_axes) == {"M", "K", "N"}
+    assert d.inputs["A"].shape == ["M", "K"] and d.inputs["B"].shape == ["K", "N"]
+    assert d.outputs["output"].shape == ["M", "N"] and d.outputs["output"].dtype == "float32"
+    axes = [w.axes for w in task.workloads]
+    assert len(axes) >= 3
+    assert {"M": 64, "K": 32, "N": 48} in axes, "the problem's own shapes are a workload"
+    assert min(a["M"] for a in axes) < 64 < max(a["M"] for a in axes)
+    assert all(spec.type == "random" for w in task.workloads for spec in w.inputs.values())
+
+
+def test_elementwise_and_reduction_axes(imported):
+    out, _ = imported
+    relu = load_task(out / "19_ReLU").definition
+    assert set(relu.var_axes) == {"batch_size", "dim"}
+    assert relu.outputs["output"].shape == ["batch_size", "dim"]
+    red = load_task(out / "47_Sum_reduction_over_a_dimension").definition
+    assert set(red.var_axes) == {"batch_size", "dim1", "dim2"}
+    b, one, d2 = red.outputs["output"].shape
+    assert (b, d2) == ("batch_size", "dim2")
+    assert red.axes[one].type == "const" and red.axes[one].value == 1  # keepdim over reduce_dim = 1
+
+
+def test_conv_weights_buffers_and_const_fallback(imported):
+    out, _ = imported
+    root = out / "11_Conv2d_BatchNorm_ReLU"
+    task = load_task(root)
+    d = task.definition
+    # batch_size follows only the input; the output's 14 = height - 2 is not an axis: height is const
+    assert d.var_axes == ["batch_size"]
+    assert d.inputs["x"].shape == ["batch_size", "in_channels", "height", "width"]
+    assert d.axes["height"].type == "const" and d.axes["height"].value == 16
+    assert d.axes["in_channels"].type == "const"  # get_init_inputs() uses it
+    out_shape = d.axis_values(task.workloads[0].axes)
+    assert [out_shape[a] for a in d.outputs["output"].shape[1:]] == [8, 14, 14]
+    state_names = ["conv__weight", "conv__bias", "bn__weight", "bn__bias", "bn__running_mean",
+                   "bn__running_var", "bn__num_batches_tracked"]
+    assert list(d.inputs)[1:] == state_names
+    assert d.inputs["bn__num_batches_tracked"].dtype == "int64" and d.inputs["bn__num_batches_tracked"].shape == []
+    # parameters: torch.manual_seed(0), then Model(*get_init_inputs())
+    problem = _problem("11_Conv2d_BatchNorm_ReLU")
+    torch.manual_seed(0)
+    model = problem.Model(*problem.get_init_inputs())
+    weights = load_file(str(root / "weights.safetensors"))
+    assert set(weights) == set(model.state_dict())
+    for key, t in model.state_dict().items():
+        assert torch.equal(weights[key], t), key
+    for w in task.workloads:
+        spec = w.inputs["conv__weight"]
+        assert (spec.type, spec.path, spec.tensor_key) == ("safetensors", "weights.safetensors", "conv.weight")
+    readme = (root / "README.md").read_text()
+    sha = hashlib.sha256((KB / "11_Conv2d_BatchNorm_ReLU.py").read_bytes()).hexdigest()
+    assert sha in readme and "seed: 0" in readme and "own PyTorch forward" in readme
+
+
+def test_reference_matches_the_module_and_runs_in_float64(imported):
+    out, _ = imported
+    for stem in ("3_MLP_Softmax", "11_Conv2d_BatchNorm_ReLU"):
+        task = load_task(out / stem)
+        w = task.workloads[0]
+        inputs = make_inputs(task, w, seed=123, device="cpu")
+        pristine = [a.clone() for a in inputs]
+        reference = _load_run(task.definition.reference)
+        baseline = _load_run((out / stem / "baseline.py").read_text())
+        problem = _problem(stem)
+        torch.manual_seed(0)
+        model = problem.Model(*problem.get_init_inputs())  # training mode, as KernelBench runs it
+        with torch.no_grad():
+            want = model(inputs[0])
+        got = baseline(*inputs)
+        assert got.dtype == torch.float32 and torch.allclose(got, want, atol=1e-6, rtol=1e-5), stem
+        up = [a.double() if a.is_floating_point() else a for a in inputs]
+        ref64 = reference(*up)
+        assert ref64.dtype == torch.float64, "the reference runs in the precision of the (upcast) inputs"
+        assert torch.allclose(ref64.float(), want, atol=1e-5, rtol=1e-4), stem
+        assert all(torch.equal(a, b) for a, b in zip(inputs, pristine, strict=True)), "inputs stay unmodified"
+
+
+def test_integer_index_input_gets_a_randint_contract(imported):
+    out, _ = imported
+    root = out / "95_CrossEntropyLoss"
+    task = load_task(root)
+    d = task.definition
+    assert d.inputs["targets"].dtype == "int64" and d.inputs["targets"].shape == ["batch_size"]
+    assert d.outputs["output"].shape == []  # the mean loss, a 0-d tensor
+    contract = tomllib.loads((root / "contract.toml").read_text())
+    assert contract["inputs"]["targets"] == {"dist": "randint", "low": 0.0, "high": 10.0}
+    t = make_inputs(task, task.workloads[-1], seed=7, device="cpu")[1]
+    assert int(t.min()) >= 0 and int(t.max()) < 10
+
+
+def test_unconvertible_problems_do_not_stop_the_others(tmp_path):
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "a_no_model.py").write_text("import torch\n\ndef get_inputs():\n    return [torch.randn(2, 2)]\n")
+    (src / "b_dropout.py").write_text(
+        "import torch\nimport torch.nn as nn\n\n\nclass Model(nn.Module):\n    def __init__(self):\n"
+        "        super().__init__()\n        self.drop = nn.Dropout(0.5)\n\n    def forward(self, x):\n"
+        "        return self.drop(x)\n\n\ndef get_inputs():\n    return [torch.randn(4, 16)]\n\n\n"
+        "def get_init_inputs():\n    return []\n"
+    )
+    (src / "c_relu.py").write_text((KB / "19_ReLU.py").read_text())
+    out = tmp_path / "out"
+    report = import_kernelbench([src, tmp_path / "missing.py"], out)
+    assert [p.name for p in report.converted] == ["c_relu"]
+    reasons = {Path(p).name: why for p, why in report.failures}
+    assert "Model" in reasons["a_no_model.py"]
+    assert "different results" in reasons["b_dropout.py"]
+    assert "not found" in reasons["missing.py"]
+    assert sorted(p.name for p in out.iterdir()) == ["c_relu"]
+    rec = json.loads((out / "c_relu" / "workloads.jsonl").read_text().splitlines()[0])
+    assert rec["definition"] == "c_relu" and rec["solution"] is None and rec["evaluation"] is None
