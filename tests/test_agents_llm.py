@@ -301,3 +301,27 @@ def test_prompt_is_bounded_and_shows_the_best(task):
     assert "Best candidate so far: #40" in user and "Candidate ranked 2: #30" in user
     assert "idea 39" in user and "older candidates not listed" in user
     assert "worst element 40" in user
+
+
+def test_optimize_loop_feeds_the_gauntlets_error_back(openai_server, tmp_path):
+    """End to end through `kernelcraft optimize`: the first reply's kernel fails in the gauntlet, and
+    the second request to the model carries that failure as the gauntlet reported it."""
+    import sys
+
+    sys.path.insert(0, str(ROOT / "tests"))
+    from conftest import kc, small_task
+
+    t = small_task("rmsnorm", tmp_path, [{"batch_size": 2}])
+    openai_server.replies = [(200, REPLY_BROKEN), (200, REPLY_FIXED)]
+    out = tmp_path / "run.json"
+    proc = kc("optimize", t, "--agent", "openai:test-model", "--budget", "2", "--device", "cpu",
+              "--db", f"sqlite:///{tmp_path / 'l.db'}", "--budget-ms", "20", "--json", out)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    run = json.loads(out.read_text())
+    first, second = run["candidates"][1:]
+    assert first["status"] in ("RUNTIME_ERROR", "COMPILE_ERROR") and second["status"] == "PASSED"
+    assert second["parent"] == first["id"]
+    assert len(openai_server.requests) == 2
+    asked_again = _user_text_openai(openai_server.requests[1]["body"])
+    assert "fancy_op" in asked_again and first["status"] in asked_again
+    assert "fancy_op" not in _user_text_openai(openai_server.requests[0]["body"])
