@@ -223,6 +223,34 @@ def optimize_cmd(
         json_path.write_text(json.dumps(result, indent=2) + "\n")
 
 
+@app.command("mcp")
+def mcp_cmd(db: Annotated[str | None, typer.Option(help=DB_HELP)] = None) -> None:
+    """Serve task info, the gauntlet and the ledger to coding agents as MCP tools over stdio."""
+    from kernelcraft.agent.mcp_server import serve
+
+    serve(db)
+
+
+skill_app = typer.Typer(no_args_is_help=True, help="Skills that teach coding agents the kernelcraft workflow.")
+app.add_typer(skill_app, name="skill")
+
+
+@skill_app.command("install")
+def skill_install(
+    claude: Annotated[bool, typer.Option("--claude", help="for Claude Code (~/.claude/skills/kernelcraft)")] = False,
+    codex: Annotated[bool, typer.Option("--codex", help="for Codex (~/.agents/skills/kernelcraft)")] = False,
+    dest: Annotated[Path | None, typer.Option(help="write the skill folder here instead")] = None,
+) -> None:
+    """Write SKILL.md and its references for an agent CLI."""
+    from kernelcraft.agent.skill import install
+
+    if claude == codex:
+        err.print("give exactly one of --claude or --codex")
+        raise typer.Exit(2)
+    path = install("claude" if claude else "codex", dest)
+    console.print(f"wrote the kernelcraft skill to {escape(str(path))}", highlight=False)
+
+
 def _print_run(result: dict) -> None:
     t = Table(title=f"run {result['run_id']}: {result['task']} with {result['agent']}")
     for col in ("id", "parent", "agent", "status", "x baseline", "strategy"):

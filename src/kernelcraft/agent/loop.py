@@ -21,7 +21,7 @@ from kernelcraft.ledger.store import Ledger
 from kernelcraft.solution.model import Solution
 from kernelcraft.task.loader import Task
 
-AGENTS = "tuner, files:DIR, openai:MODEL, anthropic:MODEL"
+AGENTS = "tuner, files:DIR, openai:MODEL, anthropic:MODEL, claude-code, codex"
 
 
 @dataclass
@@ -46,6 +46,10 @@ def make_agent(spec: str, task: Task) -> Agent:
         from kernelcraft.agent.llm import AnthropicAgent, OpenAIAgent
 
         return OpenAIAgent(arg) if kind == "openai" else AnthropicAgent(arg)
+    if kind in ("claude-code", "codex") and not arg:
+        from kernelcraft.agent.cli_agents import ClaudeCodeAgent, CodexAgent
+
+        return ClaudeCodeAgent() if kind == "claude-code" else CodexAgent()
     raise AgentError(f"unknown agent {spec!r}; use one of: {AGENTS}")
 
 

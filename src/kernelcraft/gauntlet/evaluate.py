@@ -22,7 +22,6 @@ from kernelcraft.gauntlet.static import check_static
 from kernelcraft.measure.environment import environment
 from kernelcraft.measure.timing import TIMING_VERSION
 from kernelcraft.solution.model import BuildSpec, Solution, SourceFile, pack_python_file
-from kernelcraft.task.dtypes import torch_dtype
 from kernelcraft.task.loader import Task
 from kernelcraft.task.workload import Workload
 from kernelcraft.worker.child import Job
@@ -42,17 +41,7 @@ class Options:
 
 
 def workload_bytes(task: Task, w: Workload) -> int:
-    d = task.definition
-    axes = d.axis_values(w.axes)
-    total = 0
-    for spec in list(d.inputs.values()) + list(d.outputs.values()):
-        shape = d.shape(spec, axes)
-        if shape is not None:
-            n = 1
-            for s in shape:
-                n *= s
-            total += n * torch_dtype(spec.dtype).itemsize
-    return total
+    return task.io_bytes(w.axes)
 
 
 def _skip_reason(task: Task, w: Workload, opts: Options) -> str:

@@ -16,22 +16,6 @@ from kernelcraft.task.loader import Task
 from kernelcraft.task.workload import Workload
 
 
-def _bytes(task: Task, axes: dict[str, int]) -> int:
-    from kernelcraft.task.dtypes import torch_dtype
-
-    d = task.definition
-    full = d.axis_values(axes)
-    total = 0
-    for spec in list(d.inputs.values()) + list(d.outputs.values()):
-        shape = d.shape(spec, full)
-        if shape is not None:
-            n = 1
-            for s in shape:
-                n *= s
-            total += n * torch_dtype(spec.dtype).itemsize
-    return total
-
-
 def _valid(task: Task, axes: dict[str, int]) -> bool:
     try:
         return not task.definition.violated_constraints(task.definition.axis_values(axes))
@@ -70,7 +54,7 @@ def holdout_workloads(task: Task, seed: int, max_bytes: int) -> list[Workload]:
                 axes = dict(base.axes)
                 axes[axis] = v
                 key = tuple(sorted(axes.items()))
-                if key in seen or key in candidates or not _valid(task, axes) or _bytes(task, axes) > max_bytes:
+                if key in seen or key in candidates or not _valid(task, axes) or task.io_bytes(axes) > max_bytes:
                     continue
                 candidates[key] = axes
     if not candidates:
@@ -78,7 +62,7 @@ def holdout_workloads(task: Task, seed: int, max_bytes: int) -> list[Workload]:
     rng = random.Random(seed ^ 0x6E6572616C)
     pool = list(candidates.values())
     rng.shuffle(pool)
-    big = sorted(pool, key=lambda a: _bytes(task, a), reverse=True)
+    big = sorted(pool, key=lambda a: task.io_bytes(a), reverse=True)
     chosen = big[: max(1, count // 3)]
     chosen += [a for a in pool if a not in chosen][: count - len(chosen)]
     template = _template_inputs(task)

@@ -17,11 +17,10 @@ MAX_BYTES = 64 << 20  # the check runs in-process on the CPU; skip it for tasks 
 
 def degenerate_warnings(task: Task, seed: int = 0) -> list[str]:
     from kernelcraft.gauntlet.compare import normalize_outputs
-    from kernelcraft.gauntlet.evaluate import workload_bytes
     from kernelcraft.task.inputs import make_inputs
 
-    small = min(task.workloads, key=lambda w: workload_bytes(task, w))
-    if workload_bytes(task, small) > MAX_BYTES:
+    small = min(task.workloads, key=lambda w: task.io_bytes(w.axes))
+    if task.io_bytes(small.axes) > MAX_BYTES:
         return []
     namespace: dict = {}
     try:

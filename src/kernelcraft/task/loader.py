@@ -50,6 +50,23 @@ class Task:
                 found.append(p)
         return found
 
+    def io_bytes(self, var_axes: dict[str, int]) -> int:
+        """Bytes a kernel must move at these axis values: every tensor input read once and every
+        output written once (the default bytes model)."""
+        from kernelcraft.task.dtypes import torch_dtype
+
+        d = self.definition
+        axes = d.axis_values(var_axes)
+        total = 0
+        for spec in [*d.inputs.values(), *d.outputs.values()]:
+            shape = d.shape(spec, axes)
+            if shape is not None:
+                n = 1
+                for size in shape:
+                    n *= size
+                total += n * torch_dtype(spec.dtype).itemsize
+        return total
+
     def workload(self, uuid_prefix: str) -> Workload:
         hits = [w for w in self.workloads if w.uuid.startswith(uuid_prefix)]
         if len(hits) != 1:

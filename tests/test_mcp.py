@@ -1,0 +1,72 @@
+"""`kernelcraft mcp`: the real server, started as a subprocess, answers a real MCP client over stdio."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sys
+
+from mcp import ClientSession, StdioServerParameters, stdio_client
+
+from conftest import ROOT, TASKS, small_task
+
+TOOLS = {"task_info", "evaluate", "evaluate_source", "ledger_runs", "ledger_run"}
+
+
+def _data(result) -> dict:
+    assert not result.is_error, result.content
+    return result.structured_content or json.loads(result.content[0].text)
+
+
+def _error_text(result) -> str:
+    assert result.is_error, result.structured_content
+    return " ".join(c.text for c in result.content)
+
+
+async def _session_checks(params: StdioServerParameters, task, tmp_path) -> None:
+    async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+        await session.initialize()
+        assert {t.name for t in (await session.list_tools()).tools} >= TOOLS
+
+        info = _data(await session.call_tool("task_info", {"task_dir": str(TASKS / "rmsnorm")}))
+        assert "rmsnorm_bf16_h4096" in info["brief"]
+        assert "def run" in info["reference"] and "def run" in info["baseline"]
+        assert info["workloads"] and all(w["uuid"] and w["axes"] for w in info["workloads"])
+        assert "triton_rowwise" in {s["name"] for s in info["solutions"]}
+
+        good = _data(await session.call_tool("evaluate", {
+            "task_dir": str(task), "solution_path": str(task / "solutions" / "triton_rowwise.py"), "no_timing": True}))
+        assert good["solution"]["status"] == "PASSED", good["feedback"]
+        assert isinstance(good["seed"], int) and good["solution"]["workloads"][0]["status"] == "PASSED"
+
+        # a path relative to the task folder works too; the seed replays the same inputs
+        bad = _data(await session.call_tool("evaluate", {
+            "task_dir": str(task), "solution_path": "solutions/wrong/slightly_off.py", "no_timing": True,
+            "seed": good["seed"]}))
+        assert bad["solution"]["status"] == "INCORRECT_NUMERICAL", bad["feedback"]
+        assert "worst at index" in bad["solution"]["reason"] and bad["seed"] == good["seed"]
+
+        broken = _data(await session.call_tool("evaluate_source", {
+            "task_dir": str(task), "source": "def run(x, weight:\n    return x\n", "no_timing": True}))
+        assert broken["solution"]["status"] == "COMPILE_ERROR", broken["feedback"]
+
+        runs = _data(await session.call_tool("ledger_runs", {}))
+        assert runs["runs"] == [] and runs["ledger"].endswith("ledger.db")
+        assert "no run 7" in _error_text(await session.call_tool("ledger_run", {"run_id": 7}))
+
+        missing = tmp_path / "no_such_task"
+        assert str(missing) in _error_text(await session.call_tool("task_info", {"task_dir": str(missing)}))
+        # the server survived the error and still answers
+        again = _data(await session.call_tool("task_info", {"task_dir": str(task)}))
+        assert len(again["workloads"]) == 1
+
+
+def test_mcp_server_over_stdio(tmp_path):
+    task = small_task("rmsnorm", tmp_path, [{"batch_size": 1}])
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT / "src"), os.environ.get("PYTHONPATH", "")]),
+               KERNELCRAFT_DB=f"sqlite:///{tmp_path / 'ledger.db'}")
+    params = StdioServerParameters(
+        command=sys.executable, args=["-c", "from kernelcraft.agent.mcp_server import serve; serve()"],
+        env=env, cwd=str(tmp_path))
+    asyncio.run(asyncio.wait_for(_session_checks(params, task, tmp_path), timeout=240))
