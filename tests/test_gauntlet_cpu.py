@@ -143,3 +143,33 @@ def test_independently_written_fib_task_with_two_outputs(tmp_path):
     assert all(w["status"] == "PASSED" for w in s["workloads"])
     rep = eval_json(task, extra=("--no-timing",), tmp=tmp_path)
     assert rep["solutions"][0]["name"] == "baseline" and rep["solutions"][0]["status"] == "PASSED"
+
+
+def test_interrupted_eval_keeps_what_it_recorded(small_tasks, tmp_path):
+    """The record is rewritten after every solution: killing eval mid-run keeps the finished ones."""
+    import json
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from conftest import ROOT
+
+    t = small_tasks["silu_mul"]
+    out = tmp_path / "partial.json"
+    env = dict(os.environ, PYTHONPATH=str(ROOT / "src"))
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "kernelcraft", "eval", str(t), str(t / "solutions" / "triton_tiled.py"),
+         str(t / "solutions" / "wrong" / "never_returns.py"), "--device", "cpu", "--no-timing",
+         "--timeout", "120", "--json", str(out)],
+        cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and not out.exists():
+        time.sleep(0.5)
+    time.sleep(1)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    rep = json.loads(out.read_text())
+    assert [s["name"] for s in rep["solutions"]] == ["triton_tiled"]
+    assert rep["solutions"][0]["status"] == "PASSED"

@@ -129,19 +129,25 @@ def eval_cmd(
                    time_it=not no_timing, timing={"budget_ms": budget_ms} if budget_ms else None,
                    workloads=workload)
 
+    def save(report) -> None:
+        # Rewritten after every solution, atomically: an interrupted run keeps what it measured.
+        if json_path:
+            json_path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = json_path.with_name(json_path.name + ".partial")
+            tmp.write_text(report.model_dump_json(indent=2) + "\n")
+            tmp.replace(json_path)
+
     with console.status("") as status:
         def progress(name: str, state: str) -> None:
             if state == "start":
-                status.update(f"evaluating [bold]{name}[/] on {dev} ...")
+                status.update(f"evaluating [bold]{escape(name)}[/] on {dev} ...")
             else:
-                console.print(f"  {name}: {state}", highlight=False)
+                console.print(f"  {name}: {state}", highlight=False, markup=False)
 
-        report = evaluate(task, entries, opts, on_progress=progress)
+        report = evaluate(task, entries, opts, on_progress=progress, on_result=save)
     _print_report(report)
     if json_path:
-        json_path.parent.mkdir(parents=True, exist_ok=True)
-        json_path.write_text(report.model_dump_json(indent=2) + "\n")
-        console.print(f"wrote {json_path}")
+        console.print(f"wrote {json_path}", highlight=False)
     if traces:
         from kernelcraft.interop.fib import write_traces
 

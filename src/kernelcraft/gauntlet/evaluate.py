@@ -68,7 +68,8 @@ def compile_solution(task: Task) -> Solution:
 
 
 def evaluate(task: Task, entries: list[tuple[str, Solution, str]], opts: Options,
-             on_progress: Callable[[str, str], None] | None = None) -> EvalReport:
+             on_progress: Callable[[str, str], None] | None = None,
+             on_result: Callable[[EvalReport], None] | None = None) -> EvalReport:
     """Evaluate each (role, solution, path) in turn; roles: candidate, baseline, torch.compile."""
     seed = opts.seed if opts.seed is not None else secrets.randbits(63)
     report = EvalReport(
@@ -84,6 +85,8 @@ def evaluate(task: Task, entries: list[tuple[str, Solution, str]], opts: Options
         report.solutions.append(result)
         if on_progress:
             on_progress(sol.name, result.status)
+        if on_result:
+            on_result(report)
     return report
 
 
