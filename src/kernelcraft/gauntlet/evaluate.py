@@ -40,14 +40,10 @@ class Options:
     workloads: list[str] | None = None  # uuid prefixes to run; None: all
 
 
-def workload_bytes(task: Task, w: Workload) -> int:
-    return task.io_bytes(w.axes)
-
-
 def _skip_reason(task: Task, w: Workload, opts: Options) -> str:
     if opts.device.startswith("cuda"):
         return ""
-    mb = workload_bytes(task, w) / 1e6
+    mb = task.io_bytes(w.axes) / 1e6
     if mb > opts.cpu_max_mb:
         return (f"moves {mb:.0f} MB, over the CPU limit of {opts.cpu_max_mb:g} MB "
                 "(run with --device cuda, or raise --cpu-max-mb)")
@@ -119,7 +115,7 @@ def evaluate_one(task: Task, role: str, sol: Solution, path: str, seed: int, opt
 
     holdouts = []
     if role == "candidate":
-        largest = max(workload_bytes(task, w) for w in runnable)
+        largest = max(task.io_bytes(w.axes) for w in runnable)
         cap = 4 * largest
         if not opts.device.startswith("cuda"):
             cap = min(cap, int(opts.cpu_max_mb * 1e6))

@@ -47,11 +47,7 @@ class StaticVerdict:
     reason: str = ""
 
 
-def _python_findings(path: str, text: str) -> list[str]:
-    try:
-        tree = ast.parse(text, filename=path)
-    except SyntaxError:
-        return []  # reported by the build gate with the compiler's (importer's) own message
+def _python_findings(path: str, tree: ast.Module) -> list[str]:
     found = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Import | ast.ImportFrom):
@@ -67,12 +63,8 @@ def _python_findings(path: str, text: str) -> list[str]:
     return found
 
 
-def _triton_kernels(text: str) -> tuple[set[str], set[str]]:
+def _triton_kernels(tree: ast.Module) -> tuple[set[str], set[str]]:
     """Names of @triton.jit functions, and names used as ``name[...](...)`` launches."""
-    try:
-        tree = ast.parse(text)
-    except SyntaxError:
-        return set(), set()
     kernels, launched = set(), set()
     for node in ast.walk(tree):
         if isinstance(node, ast.FunctionDef):
@@ -85,34 +77,31 @@ def _triton_kernels(text: str) -> tuple[set[str], set[str]]:
     return kernels, launched
 
 
-def _parses(text: str) -> bool:
-    try:
-        ast.parse(text)
-    except SyntaxError:
-        return False
-    return True
-
-
 def check_static(solution: Solution) -> StaticVerdict:
     lang = solution.spec.language
     findings: list[str] = []
-    py_sources = [s for s in solution.sources if s.path.endswith(".py")]
+    trees: dict[str, ast.Module] = {}
+    unparsable = False
+    for s in solution.sources:
+        if s.path.endswith(".py"):
+            try:
+                trees[s.path] = ast.parse(s.content, filename=s.path)
+            except SyntaxError:
+                # The build gate reports it, with the importer's own message and line.
+                unparsable = True
     cxx_sources = [s for s in solution.sources if not s.path.endswith(".py")]
-    for s in py_sources:
-        findings += _python_findings(s.path, s.content)
+    for path, tree in trees.items():
+        findings += _python_findings(path, tree)
     for s in cxx_sources:
         for pattern, why in CUDA_FORBIDDEN.items():
             m = re.search(pattern, s.content)
             if m:
                 line = s.content[: m.start()].count("\n") + 1
                 findings.append(f"{s.path}:{line}: {why} ({m.group(0).strip()})")
-    if any(not _parses(s.content) for s in py_sources):
-        # A syntax error is the build gate's to report, with the importer's own message and line.
-        lang = "unparsable"
-    if lang == "triton":
+    if lang == "triton" and not unparsable:
         kernels, launched = set(), set()
-        for s in py_sources:
-            k, la = _triton_kernels(s.content)
+        for tree in trees.values():
+            k, la = _triton_kernels(tree)
             kernels |= k
             launched |= la
         if not kernels:
