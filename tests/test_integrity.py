@@ -37,3 +37,50 @@ def test_lowered_precision_is_caught(tmp_path):
     [s] = rep["solutions"]
     assert s["status"] == "INCORRECT_NUMERICAL", s["reason"]
     assert "rtol=0.002" in s["reason"]
+
+
+def test_impossible_speed_is_rejected(small_tasks, tmp_path):
+    """[impossible-speed]: a time below the calibrated floor for the task's bytes is rejected with
+    both numbers. Here the contract claims each call moves a terabyte, so the honest kernel's real
+    time is 'impossible'; the same kernel under the default bytes model passes with its sol recorded."""
+    task = tmp_path / "rmsnorm"
+    shutil.copytree(small_tasks["rmsnorm"], task)
+    sol = task / "solutions" / "triton_rowwise.py"
+    honest = eval_json(task, sol, extra=("--workload", load_task(task).workloads[0].uuid[:8]), tmp=tmp_path)
+    [s] = honest["solutions"]
+    assert s["status"] == "PASSED", s["reason"]
+    assert honest["calibration"]["copy_gbs"] > 0
+    w = s["workloads"][0]
+    assert 0 < w["sol"] < 1 and w["floor_ms"] > 0
+    assert abs(w["sol"] - w["floor_ms"] / w["latency_ms"]) < 1e-9
+
+    with (task / "contract.toml").open("a") as f:
+        f.write('\n[roofline]\nbytes = "1e12 * batch_size"\n')
+    rep = eval_json(task, sol, extra=("--workload", load_task(task).workloads[0].uuid[:8]), tmp=tmp_path)
+    [s] = rep["solutions"]
+    assert s["status"] == "REJECTED" and s["gate"] == "timing", s
+    assert "[impossible-speed]" in s["reason"] and "GB/s" in s["reason"] and "at least" in s["reason"]
+
+
+def test_roofline_expression_names_unknown_axis(tmp_path):
+    task = tmp_path / "rmsnorm"
+    shutil.copytree(TASKS / "rmsnorm", task)
+    with (task / "contract.toml").open("a") as f:
+        f.write('\n[roofline]\nflops = "4 * batch * hidden_size"\n')
+    proc = kc("task", "check", task)
+    assert proc.returncode == 2
+    assert "roofline.flops" in proc.stderr + proc.stdout and "'batch'" in proc.stderr + proc.stdout
+
+
+def test_calibrate_cpu_is_measured_and_cached(tmp_path):
+    out = tmp_path / "cal.json"
+    proc = kc("calibrate", "--device", "cpu", "--json", out)
+    assert proc.returncode == 0, proc.stderr
+    import json
+
+    first = json.loads(out.read_text())
+    assert first["copy_gbs"] > 0.1 and first["matmul_tflops"]["float32"] > 0
+    assert first["fingerprint"] in proc.stdout
+    again = kc("calibrate", "--device", "cpu", "--json", out)
+    assert json.loads(out.read_text())["timestamp"] == first["timestamp"]  # from the cache, not re-measured
+    assert again.returncode == 0

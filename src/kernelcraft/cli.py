@@ -97,6 +97,7 @@ def eval_cmd(
     budget_ms: Annotated[float | None, typer.Option(help="measured time per timed function per workload (default: the contract's)")] = None,
     no_timing: Annotated[bool, typer.Option("--no-timing", help="check correctness only")] = False,
     traces: Annotated[Path | None, typer.Option(help="also append FlashInfer-Trace Trace records under this folder")] = None,
+    no_calibrate: Annotated[bool, typer.Option("--no-calibrate", help="skip the speed-of-light fractions and the impossible-speed gate")] = False,
 ) -> None:
     """Run the gauntlet on solutions of a task and print (and optionally record) the verdicts."""
     from kernelcraft.gauntlet import Options, baseline_solution, compile_solution, evaluate
@@ -127,7 +128,7 @@ def eval_cmd(
         err.print(f"[yellow]warning[/]: {escape(w)}", highlight=False)
     opts = Options(device=dev, seed=seed, workload_timeout_s=timeout, cpu_max_mb=cpu_max_mb,
                    time_it=not no_timing, timing={"budget_ms": budget_ms} if budget_ms else None,
-                   workloads=workload)
+                   workloads=workload, calibrate=not no_calibrate)
 
     def save(report) -> None:
         # Rewritten after every solution, atomically: an interrupted run keeps what it measured.
@@ -372,6 +373,37 @@ def import_kernelbench_cmd(
     _print_import(import_kernelbench(paths, out, seed=seed), out)
 
 
+@app.command("calibrate")
+def calibrate_cmd(
+    device: Annotated[str, typer.Option(help="cpu, cuda, cuda:N, or auto (cuda when visible)")] = "auto",
+    force: Annotated[bool, typer.Option("--force", help="measure again even if this device is cached")] = False,
+    json_path: Annotated[Path | None, typer.Option("--json", help="also write the calibration here")] = None,
+) -> None:
+    """Measure this device's ceilings (copy bandwidth, matrix throughput per dtype), cached per device."""
+    from kernelcraft.measure.calibrate import cache_path, calibrate, save
+
+    dev = _device(device)
+    with console.status(f"calibrating {dev} ..."):
+        cal = calibrate(dev, force=force)
+    t = Table(title=f"{cal.hardware} ({dev}), fingerprint {cal.fingerprint}, {cal.timestamp}")
+    t.add_column("ceiling")
+    t.add_column("measured", justify="right")
+    t.add_row("copy bandwidth (read + write)", f"{cal.copy_gbs:,.0f} GB/s")
+    for dtype, v in cal.matmul_tflops.items():
+        t.add_row(f"matmul {dtype}", f"{v:,.1f} TFLOP/s")
+    for k, v in (("SMs", cal.sm_count), ("L2", f"{cal.l2_bytes / 2**20:.0f} MiB" if cal.l2_bytes else None),
+                 ("memory", f"{cal.memory_bytes / 2**30:.0f} GiB" if cal.memory_bytes else None)):
+        if v is not None:
+            t.add_row(k, str(v))
+    for k, v in cal.clocks_mhz.items():
+        t.add_row(f"clock {k}", f"{v:.0f} MHz")
+    console.print(t)
+    console.print(f"cached at {cache_path(dev)}", highlight=False)
+    if json_path:
+        save(cal, json_path)
+        console.print(f"wrote {json_path}", highlight=False)
+
+
 def _fmt(x: float | None, spec: str = ".3f") -> str:
     return "-" if x is None else format(x, spec)
 
@@ -400,7 +432,10 @@ def _print_report(report) -> None:
         base = ref = None
         for s in report.solutions:
             w = s.workloads[i]
-            row.append(_fmt(w.latency_ms, ".4f") if w.status == "PASSED" else w.status.lower())
+            cell = _fmt(w.latency_ms, ".4f") if w.status == "PASSED" else w.status.lower()
+            if w.sol is not None and w.status == "PASSED":
+                cell += f" ({w.sol:.0%} sol)" if w.sol >= 0.1 else f" ({w.sol:.2%} sol)"
+            row.append(cell)
             base = base or w.baseline_latency_ms
             ref = ref or w.reference_latency_ms
         row += [_fmt(base, ".4f"), _fmt(ref, ".4f")]

@@ -19,6 +19,7 @@ from kernelcraft import HARNESS_VERSION
 from kernelcraft.gauntlet.holdout import holdout_workloads
 from kernelcraft.gauntlet.records import EvalReport, SolutionResult, WorkloadResult, weighted_geomean
 from kernelcraft.gauntlet.static import check_static
+from kernelcraft.measure.calibrate import Calibration
 from kernelcraft.measure.environment import environment
 from kernelcraft.measure.timing import TIMING_VERSION
 from kernelcraft.solution.model import BuildSpec, Solution, SourceFile, pack_python_file
@@ -38,6 +39,7 @@ class Options:
     time_it: bool = True
     timing: dict | None = None  # overrides of the contract's [timing]
     workloads: list[str] | None = None  # uuid prefixes to run; None: all
+    calibrate: bool = True  # speed-of-light fractions and the impossible-speed gate (cached per device)
 
 
 def _skip_reason(task: Task, w: Workload, opts: Options) -> str:
@@ -74,10 +76,21 @@ def evaluate(task: Task, entries: list[tuple[str, Solution, str]], opts: Options
         timestamp=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
         harness_version=HARNESS_VERSION, timing_version=TIMING_VERSION,
     )
+    cal = None
+    if opts.calibrate and opts.time_it:
+        from kernelcraft.measure.calibrate import calibrate_in_subprocess
+
+        if on_progress:
+            on_progress(f"calibration of {opts.device}", "start")
+        cal = calibrate_in_subprocess(opts.device)
+        if cal is not None:
+            report.calibration = {"copy_gbs": cal.copy_gbs, "matmul_tflops": cal.matmul_tflops,
+                                  "fingerprint": cal.fingerprint, "timestamp": cal.timestamp,
+                                  "version": cal.version}
     for role, sol, path in entries:
         if on_progress:
             on_progress(sol.name, "start")
-        result = evaluate_one(task, role, sol, path, seed, opts)
+        result = evaluate_one(task, role, sol, path, seed, opts, cal)
         report.solutions.append(result)
         if on_progress:
             on_progress(sol.name, result.status)
@@ -86,7 +99,8 @@ def evaluate(task: Task, entries: list[tuple[str, Solution, str]], opts: Options
     return report
 
 
-def evaluate_one(task: Task, role: str, sol: Solution, path: str, seed: int, opts: Options) -> SolutionResult:
+def evaluate_one(task: Task, role: str, sol: Solution, path: str, seed: int, opts: Options,
+                 cal: Calibration | None = None) -> SolutionResult:
     t0 = time.monotonic()
     res = SolutionResult(
         name=sol.name, status="PASSED", author=sol.author, language=sol.spec.language,
@@ -134,7 +148,7 @@ def evaluate_one(task: Task, role: str, sol: Solution, path: str, seed: int, opt
                   holdouts=[h.model_dump(mode="json") for h in holdouts])
         outcome = run_job(job, opts.build_timeout_s or limits.build_timeout_s,
                           opts.workload_timeout_s or limits.workload_timeout_s)
-    _apply(res, by_uuid, outcome, task)
+    _apply(res, by_uuid, outcome, task, cal, role)
     res.wall_s = time.monotonic() - t0
     return res
 
@@ -146,7 +160,23 @@ def _stop(res: SolutionResult, status: str, gate: str, reason: str, workload_not
             w.reason = workload_note
 
 
-def _apply(res: SolutionResult, by_uuid: dict[str, WorkloadResult], out: JobOutcome, task: Task) -> None:
+def _speed_of_light(w: WorkloadResult, task: Task, cal: Calibration) -> str:
+    """Set ``w.floor_ms`` and ``w.sol``; return an [impossible-speed] reason when it is beyond reach."""
+    nbytes, flops, dtype = task.roofline(w.axes)
+    w.floor_ms = cal.floor_ms(nbytes, flops, dtype)
+    w.sol = w.floor_ms / w.latency_ms
+    if w.sol <= task.contract.roofline.max_sol:
+        return ""
+    model = f"{nbytes / 1e6:.3f} MB at the calibrated {cal.copy_gbs:.0f} GB/s"
+    if flops:
+        model += f" and {flops / 1e9:.3f} GFLOP at {cal.matmul_tflops.get(dtype, 0):.0f} TFLOP/s ({dtype})"
+    return (f"[impossible-speed] measured {w.latency_ms:.6f} ms, but {model} takes at least {w.floor_ms:.6f} ms "
+            f"on this device ({w.sol:.2f}x its speed of light; the contract allows up to "
+            f"{task.contract.roofline.max_sol:g}x): work escaped the timer or was skipped")
+
+
+def _apply(res: SolutionResult, by_uuid: dict[str, WorkloadResult], out: JobOutcome, task: Task,
+           cal: Calibration | None = None, role: str = "candidate") -> None:
     if out.build is not None and out.build[0] != "PASSED":
         status, reason = out.build
         _stop(res, status, "build", reason, f"not run: {'build failed' if status == 'COMPILE_ERROR' else reason}")
@@ -165,6 +195,12 @@ def _apply(res: SolutionResult, by_uuid: dict[str, WorkloadResult], out: JobOutc
                     setattr(w, k, fields[k])
             if fields["status"] != "PASSED" and failed is None:
                 failed = (fields["status"], fields["gate"], uuid, fields.get("reason", ""))
+        if w.latency_ms and w.status == "PASSED" and cal is not None:
+            impossible = _speed_of_light(w, task, cal)
+            if impossible and role == "candidate":
+                w.status, w.reason = "REJECTED", impossible
+                if failed is None:
+                    failed = ("REJECTED", "timing", uuid, impossible)
         if w.latency_ms:
             if w.baseline_latency_ms:
                 w.speedup_vs_baseline = w.baseline_latency_ms / w.latency_ms

@@ -38,6 +38,8 @@ class WorkloadResult(_Record):
     speedup_vs_baseline: float | None = None  # baseline_latency_ms / latency_ms
     speedup_vs_reference: float | None = None  # reference_latency_ms / latency_ms
     timing: dict | None = None  # the candidate's full Timing (percentiles, reps, method)
+    floor_ms: float | None = None  # the device's speed of light for this workload's bytes/FLOPs (calibrated)
+    sol: float | None = None  # fraction of the speed of light reached: floor_ms / latency_ms
 
 
 class SolutionResult(_Record):
@@ -68,6 +70,7 @@ class EvalReport(_Record):
     timestamp: str  # ISO 8601, UTC
     harness_version: str
     timing_version: str
+    calibration: dict | None = None  # the device ceilings "sol" is computed from (kernelcraft calibrate)
     solutions: list[SolutionResult] = Field(default_factory=list)
 
 

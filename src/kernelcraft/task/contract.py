@@ -23,6 +23,11 @@ exactly these defaults:
 - ``[generalization]`` ``holdouts`` 3 (holdout shapes drawn per run within the definition's
   constraints: size 1, odd sizes, larger than any workload), ``shapes`` [] (fixed extra holdouts,
   each a table of var-axis values).
+- ``[roofline]`` the bytes/FLOP model of speed-of-light fractions: ``bytes`` and ``flops`` are
+  arithmetic expressions over the axis names (default bytes: every tensor input read once and every
+  output written once; default flops: 0, a memory-bound task); ``flops_dtype`` names the calibrated
+  matrix throughput the FLOPs run at (default: the first floating input's dtype); ``max_sol`` 1.25:
+  a time faster than the device's measured floor divided by this is REJECTED as impossible.
 - ``target_hardware`` list of device names the task is meant for (informational), default any.
 """
 
@@ -32,7 +37,7 @@ import tomllib
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from kernelcraft.errors import InputError, Problem
 from kernelcraft.task.dtypes import DEFAULT_TOLERANCE, DType
@@ -103,6 +108,22 @@ class Generalization(_Strict):
     shapes: list[dict[str, int]] = Field(default_factory=list)  # extra fixed holdouts: var-axis values
 
 
+class Roofline(_Strict):
+    bytes: str | None = None  # expression over axis names; None: inputs read once + outputs written once
+    flops: str | None = None  # expression over axis names; None: 0
+    flops_dtype: str | None = None  # key of the calibration's matmul_tflops; None: first floating input's dtype
+    max_sol: float = Field(default=1.25, gt=1.0)  # faster than floor / max_sol is impossible
+
+    @field_validator("bytes", "flops")
+    @classmethod
+    def _safe(cls, v: str | None) -> str | None:
+        if v is not None:
+            from kernelcraft.task.definition import parse_constraint
+
+            parse_constraint(v)  # arithmetic over axis names only
+        return v
+
+
 class Contract(_Strict):
     tolerance: Tolerances = Field(default_factory=Tolerances)
     weights: dict[str, float] = Field(default_factory=dict)
@@ -112,6 +133,7 @@ class Contract(_Strict):
     promotion: Promotion = Field(default_factory=Promotion)
     integrity: Integrity = Field(default_factory=Integrity)
     generalization: Generalization = Field(default_factory=Generalization)
+    roofline: Roofline = Field(default_factory=Roofline)
     target_hardware: list[str] = Field(default_factory=list)
 
     def weight(self, uuid: str) -> float:

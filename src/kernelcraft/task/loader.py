@@ -67,6 +67,23 @@ class Task:
                 total += n * torch_dtype(spec.dtype).itemsize
         return total
 
+    def roofline(self, var_axes: dict[str, int]) -> tuple[float, float, str]:
+        """(bytes, flops, flops dtype) of one call at these axis values, from ``[roofline]``."""
+        from kernelcraft.task.definition import parse_constraint
+
+        r = self.contract.roofline
+        axes = self.definition.axis_values(var_axes)
+
+        def ev(expr: str) -> float:
+            tree = parse_constraint(expr)
+            return float(eval(compile(tree, "<roofline>", "eval"), {"__builtins__": {}}, dict(axes)))
+
+        nbytes = ev(r.bytes) if r.bytes else float(self.io_bytes(var_axes))
+        flops = ev(r.flops) if r.flops else 0.0
+        dtype = r.flops_dtype or next(
+            (s.dtype for s in self.definition.inputs.values() if s.dtype.startswith(("float", "bfloat"))), "float32")
+        return nbytes, flops, dtype
+
     def workload(self, uuid_prefix: str) -> Workload:
         hits = [w for w in self.workloads if w.uuid.startswith(uuid_prefix)]
         if len(hits) != 1:
@@ -202,6 +219,16 @@ def load_task(root: str | Path) -> Task:
         for name in contract.tolerance.output:
             if name not in definition.outputs:
                 problems.append(Problem(root / "contract.toml", f"tolerance.output.{name}", "not an output of the definition", f"use one of {list(definition.outputs)}"))
+        for field in ("bytes", "flops"):
+            expr = getattr(contract.roofline, field)
+            if expr:
+                import ast
+
+                names = {n.id for n in ast.walk(ast.parse(expr, mode="eval")) if isinstance(n, ast.Name)}
+                unknown = sorted(names - set(definition.axes))
+                if unknown:
+                    problems.append(Problem(root / "contract.toml", f"roofline.{field}", f"names unknown axes {unknown}",
+                                            f"use the definition's axes {list(definition.axes)}"))
     if problems:
         raise InputError(problems)
     readme = root / "README.md"
