@@ -49,7 +49,7 @@ class SolutionResult(_Record):
     reason: str = ""
     speedup_vs_baseline: float | None = None  # weighted geometric mean over timed workloads
     speedup_vs_reference: float | None = None
-    promotable: bool = False  # PASSED and the contract's promotion rule holds
+    promotable: bool = False  # PASSED and the contract's promotion rule holds (approval, if required, comes later)
     author: str = ""
     language: str = ""
     entry_point: str = ""

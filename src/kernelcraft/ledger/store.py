@@ -177,3 +177,59 @@ class Ledger:
     def reopen(self, run_id: int) -> None:
         with self.session() as s, s.begin():
             s.get(Run, run_id).status = "running"
+
+    # --- approvals (kernelcraft review / approve; see Approval below) ---
+
+    def approve(self, source_hash: str, task_name: str, solution_name: str, by: str, note: str = "",
+                candidate_id: int | None = None, evidence: str = "") -> int:
+        with self.session() as s, s.begin():
+            a = Approval(candidate_id=candidate_id, source_hash=source_hash, task_name=task_name,
+                         solution_name=solution_name, by=by, note=note, evidence=evidence)
+            s.add(a)
+            s.flush()
+            return a.id
+
+    def approvals(self, source_hash: str | None = None, task_name: str | None = None) -> list[Approval]:
+        with self.session() as s:
+            q = select(Approval).order_by(Approval.id)
+            if source_hash is not None:
+                q = q.where(Approval.source_hash == source_hash)
+            if task_name is not None:
+                q = q.where(Approval.task_name == task_name)
+            return list(s.scalars(q))
+
+    def candidate(self, cand_id: int) -> Candidate | None:
+        with self.session() as s:
+            c = s.get(Candidate, cand_id)
+            if c is not None:
+                _ = c.run.task  # load before the session closes
+            return c
+
+    def promoted_candidates(self, task_name: str) -> list[Candidate]:
+        """The candidates promoted for a task, oldest promotion first."""
+        with self.session() as s:
+            q = (select(Candidate).join(Promotion, Promotion.candidate_id == Candidate.id)
+                 .join(Run, Run.id == Promotion.run_id).join(TaskRow, TaskRow.id == Run.task_id)
+                 .where(TaskRow.name == task_name).order_by(Promotion.id))
+            found = list(s.scalars(q))
+            for c in found:
+                _ = c.run.task
+            return found
+
+
+class Approval(Base):
+    """A person's approval of the exact source that was judged (its source_hash), so an edited
+    candidate is never promoted on an approval given to an earlier version. ``candidate_id`` is set
+    when the candidate lives in the ledger; one approved from an evaluation record has its hash and
+    the record's path (``evidence``)."""
+
+    __tablename__ = "approvals"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    candidate_id: Mapped[int | None] = mapped_column(ForeignKey("candidates.id"), nullable=True, index=True)
+    source_hash: Mapped[str] = mapped_column(String(64), index=True)
+    task_name: Mapped[str] = mapped_column(String(200), index=True)
+    solution_name: Mapped[str] = mapped_column(String(200), default="")
+    by: Mapped[str] = mapped_column(String(200))
+    note: Mapped[str] = mapped_column(Text, default="")
+    evidence: Mapped[str] = mapped_column(Text, default="")  # "ledger:ID" or the evaluation record's path
+    created_at: Mapped[str] = mapped_column(String(40), default=_now)

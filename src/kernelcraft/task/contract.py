@@ -18,6 +18,8 @@ exactly these defaults:
   ``warmup`` 3 calls.
 - ``[promotion]`` ``min_speedup_vs_baseline`` 1.0: a candidate may be promoted when it passes every
   gate and its weighted geometric-mean speedup over the baseline is at least this.
+  ``require_approval`` false: when true, a candidate is promoted only after a person has approved
+  its exact source (``kernelcraft approve CANDIDATE --by NAME``, recorded in the ledger).
 - ``[integrity]`` ``deterministic`` true (outputs bit-identical on repeat), ``allowed_torch_ops`` []
   (aten op names a candidate may call besides allocation, views and metadata).
 - ``[generalization]`` ``holdouts`` 3 (holdout shapes drawn per run within the definition's
@@ -96,6 +98,7 @@ class TimingPolicy(_Strict):
 
 class Promotion(_Strict):
     min_speedup_vs_baseline: float = Field(default=1.0, gt=0)
+    require_approval: bool = False  # promote only what a person approved (`kernelcraft approve`)
 
 
 class Integrity(_Strict):
