@@ -151,25 +151,36 @@ def optimize(task: Task, agent: Agent, ledger: Ledger, opts: OptimizeOptions, re
     return select(ledger, run_id, task)
 
 
-def select(ledger: Ledger, run_id: int, task: Task) -> dict:
+def select(ledger: Ledger, run_id: int, task: Task, finish: bool = True) -> dict:
+    """Promote the run's best promotable candidate. With the contract's ``require_approval``, only a
+    candidate whose exact source a person approved (``kernelcraft approve``) can be promoted; better
+    unapproved ones are listed in the summary as ``awaiting_approval``."""
     run = ledger.run(run_id)
-    rule = f"PASSED every gate and speedup_vs_baseline >= {task.contract.promotion.min_speedup_vs_baseline:g} (contract)"
+    promotion = task.contract.promotion
+    rule = f"PASSED every gate and speedup_vs_baseline >= {promotion.min_speedup_vs_baseline:g} (contract)"
+    approved: set[str] = set()
+    if promotion.require_approval:
+        rule += " and approved by a person (contract: require_approval)"
+        approved = {a.source_hash for a in ledger.approvals(task_name=task.definition.name)}
     best = None
     for c in run.candidates:
         if c.agent == "baseline" or c.status != "PASSED" or not c.evaluation:
             continue
         if not c.evaluation["solutions"][0].get("promotable"):
             continue
+        if promotion.require_approval and c.source_hash not in approved:
+            continue
         if best is None or (c.speedup_vs_baseline or 0) > (best.speedup_vs_baseline or 0):
             best = c
     ledger.promote(run_id, best.id if best else None, rule)
-    ledger.finish(run_id)
-    return summary(ledger, run_id)
+    if finish:
+        ledger.finish(run_id)
+    return summary(ledger, run_id, task)
 
 
-def summary(ledger: Ledger, run_id: int) -> dict:
+def summary(ledger: Ledger, run_id: int, task: Task | None = None) -> dict:
     run = ledger.run(run_id)
-    return {
+    out = {
         "run_id": run.id,
         "task": run.task.name,
         "agent": run.agent,
@@ -177,3 +188,13 @@ def summary(ledger: Ledger, run_id: int) -> dict:
                         "status": c.status, "speedup_vs_baseline": c.speedup_vs_baseline} for c in run.candidates],
         "promoted": run.promoted_id,
     }
+    if task is not None and task.contract.promotion.require_approval:
+        # Promotable candidates better than the promoted one that wait for a person's approval.
+        approved = {a.source_hash for a in ledger.approvals(task_name=run.task.name)}
+        floor = next((c.speedup_vs_baseline or 0 for c in run.candidates if c.id == run.promoted_id), 0)
+        out["awaiting_approval"] = [
+            c.id for c in run.candidates
+            if c.agent != "baseline" and c.status == "PASSED" and c.evaluation
+            and c.evaluation["solutions"][0].get("promotable") and c.source_hash not in approved
+            and (c.speedup_vs_baseline or 0) > floor]
+    return out
