@@ -5,12 +5,22 @@
 - ``cuda`` / ``cpp`` with ``binding = "torch"``: a torch C++ extension built with
   ``torch.utils.cpp_extension.load`` for the device's compute capability only. On a machine without
   a CUDA device every source is still compiled (nvcc for ``.cu``, the host compiler for ``.cpp``)
-  so compile errors surface, and the solution is then skipped for running.
+  so compile errors surface, and the solution is then skipped for running. The build directory is
+  named by the sources' hash and the toolchain, and sources are rewritten only when their bytes
+  change, so a second build of the same solution is a no-op for ninja.
+- ``cuda`` with ``binding = "kernelcraft"``: every ``.cu`` compiled to a cubin with ``nvcc -cubin``
+  (content-addressed cache, :mod:`kernelcraft.solution.cubin`), loaded with cuda.core or CuPy, and
+  the Python entry file imported with a ``kernels`` global through which it launches the
+  ``extern "C" __global__`` kernels (:mod:`kernelcraft.solution.cuda_binding`). Seconds, not minutes:
+  no torch headers, no host compiler, no link. Without a CUDA device the cubins are still compiled
+  and the entry imported, then the solution is skipped for running.
 """
 
 from __future__ import annotations
 
+import hashlib
 import importlib
+import importlib.util
 import os
 import shutil
 import subprocess
@@ -55,10 +65,13 @@ def build(solution: Solution, device: str, workdir: Path) -> Callable:
         return _build_python(solution, workdir)
     if lang in ("cuda", "cpp"):
         binding = solution.spec.binding or "tvm-ffi"
+        if binding == "kernelcraft":
+            return _build_kernelcraft(solution, device, workdir)
         if binding != "torch":
             raise CannotRun(
-                f"spec.binding is {binding!r}; this harness builds C++/CUDA through torch extensions only "
-                "(set \"binding\": \"torch\" and expose the entry point with PYBIND11_MODULE)"
+                f"spec.binding is {binding!r}; this harness builds C++/CUDA as torch extensions "
+                "(\"binding\": \"torch\", the entry point bound with PYBIND11_MODULE) or as cubins "
+                "launched from Python (\"binding\": \"kernelcraft\")"
             )
         return _build_torch_extension(solution, device, workdir)
     raise CannotRun(f"no builder for language {lang!r}")
@@ -85,8 +98,9 @@ def _arch_for(device: str, solution: Solution) -> str:
     if device.startswith("cuda"):
         import torch
 
-        major, minor = torch.cuda.get_device_capability(device)
-        return f"{major}{minor}"
+        if torch.cuda.is_available():
+            major, minor = torch.cuda.get_device_capability(device)
+            return f"{major}{minor}"
     names = " ".join(solution.spec.target_hardware).lower()
     for key, arch in (("b300", "103"), ("b200", "100"), ("h100", "90"), ("h200", "90"), ("h20", "90"),
                       ("a100", "80"), ("l40", "89"), ("l4", "89"), ("4090", "89")):
@@ -100,7 +114,7 @@ def _build_torch_extension(solution: Solution, device: str, workdir: Path) -> Ca
 
     h = solution.source_hash[:16]
     arch = _arch_for(device, solution)
-    src_dir = write_sources(solution, cache_root() / "src" / h)
+    src_dir = _write_if_changed(solution, cache_root() / "src" / h)
     compiled = [src_dir / s.path for s in solution.sources if s.path.endswith(CPP_SUFFIXES + CUDA_SUFFIXES)]
     if not compiled:
         raise BuildError("no .cu or .cpp source to compile")
@@ -109,7 +123,7 @@ def _build_torch_extension(solution: Solution, device: str, workdir: Path) -> Ca
         raise CannotRun(f"compiled for sm_{arch} (nvcc and host compiler, no link); running needs a CUDA device")
     from torch.utils.cpp_extension import load
 
-    build_dir = cache_root() / "torch_ext" / f"{h}_sm{arch}"
+    build_dir = cache_root() / "torch_ext" / f"{h}_sm{arch}_{_toolchain_tag()}"
     build_dir.mkdir(parents=True, exist_ok=True)
     os.environ["TORCH_CUDA_ARCH_LIST"] = f"{arch[:-1]}.{arch[-1]}"
     try:
@@ -127,6 +141,104 @@ def _build_torch_extension(solution: Solution, device: str, workdir: Path) -> Ca
     fn = getattr(module, solution.spec.entry_symbol, None)
     if fn is None:
         raise BuildError(f"the extension exports no {solution.spec.entry_symbol!r}; bind it in PYBIND11_MODULE")
+    return fn
+
+
+def _write_if_changed(solution: Solution, dest: Path) -> Path:
+    """Write the sources, leaving a file whose bytes are already right untouched: ninja decides by
+    modification time, and a rewritten source makes it rebuild an extension that is up to date."""
+    for src in solution.sources:
+        f = dest / src.path
+        data = src.content.encode()
+        if f.is_file() and f.read_bytes() == data:
+            continue
+        f.parent.mkdir(parents=True, exist_ok=True)
+        tmp = f.with_name(f".{f.name}.{os.getpid()}.tmp")
+        tmp.write_bytes(data)
+        os.replace(tmp, f)  # a parallel worker never compiles a half-written file
+    return dest
+
+
+def _toolchain_tag() -> str:
+    """Part of a build directory's name: a torch or CUDA upgrade must not reuse objects built by the old one."""
+    import torch
+
+    from kernelcraft.solution.cubin import find_nvcc, nvcc_version
+
+    nvcc = find_nvcc()
+    ident = f"{torch.__version__}|{torch.version.cuda}|{nvcc_version(nvcc) if nvcc else 'no-nvcc'}"
+    return hashlib.sha256(ident.encode()).hexdigest()[:8]
+
+
+def _build_kernelcraft(solution: Solution, device: str, workdir: Path) -> Callable:
+    """Cubins through nvcc (cached), loaded on the device, and the Python entry imported with ``kernels``."""
+    import torch
+
+    from kernelcraft.solution import cubin
+    from kernelcraft.solution.cuda_binding import LoaderUnavailable, load_kernels, offline_kernels
+
+    spec = solution.spec
+    if spec.language != "cuda":
+        raise BuildError(f"binding \"kernelcraft\" builds CUDA (.cu) sources; spec.language is {spec.language!r}")
+    if not spec.entry_file.endswith(".py"):
+        raise BuildError(f"binding \"kernelcraft\": entry_point {spec.entry_point!r} must name a Python file "
+                         "(e.g. \"launch.py::run\") that launches the kernels through `kernels`")
+    host = [s.path for s in solution.sources if s.path.endswith(CPP_SUFFIXES)]
+    if host:
+        raise BuildError(f"binding \"kernelcraft\" compiles .cu files to cubins and links no host code: {host} "
+                         "cannot be built this way (move the kernels to .cu files, or use \"binding\": \"torch\")")
+    arch = _arch_for(device, solution)
+    on_device = device.startswith("cuda") and torch.cuda.is_available()
+    try:
+        built = cubin.compile_cubins(solution.sources, arch, cache_root())
+    except cubin.NvccError as e:
+        raise BuildError(str(e)) from None
+    except cubin.NvccMissing as e:
+        raise CannotRun(str(e)) from None
+    if not built.kernels:
+        mangled = sorted(n for names in built.mangled.values() for n in names)
+        raise BuildError("no extern \"C\" __global__ kernel in the .cu sources: the kernels object finds kernels "
+                         "by their unmangled names, so declare them extern \"C\" __global__"
+                         + (f" (found only mangled ones: {', '.join(mangled[:5])})" if mangled else ""))
+    print(f"kernelcraft binding: sm_{arch}, {built.summary()}", flush=True)
+    if on_device:
+        index = torch.device(device).index
+        try:
+            kernels = load_kernels(built, torch.cuda.current_device() if index is None else index)
+        except LoaderUnavailable as e:
+            raise CannotRun(f"compiled for sm_{arch}, but {e}") from None
+        print(f"kernelcraft binding: loaded with {kernels.loader}", flush=True)
+    else:
+        kernels = offline_kernels(built)
+    fn = _import_entry(solution, workdir, kernels)
+    if not on_device:
+        raise CannotRun(f"compiled for sm_{arch} (nvcc -cubin: {built.summary()}); the entry imports; "
+                        "running needs a CUDA device")
+    return fn
+
+
+def _import_entry(solution: Solution, workdir: Path, kernels) -> Callable:
+    """Import the entry file as part of a package of the sources, with ``kernels`` already in its globals."""
+    from kernelcraft.solution.cubin import KERNELS_NAME
+
+    package = f"kc_sol_{solution.source_hash[:16]}"
+    write_sources(solution, workdir / package)
+    (workdir / package / "__init__.py").touch()
+    if str(workdir) not in sys.path:
+        sys.path.insert(0, str(workdir))
+    module_name = package + "." + solution.spec.entry_file.removesuffix(".py").replace("/", ".")
+    try:
+        spec = importlib.util.find_spec(module_name)
+        module = importlib.util.module_from_spec(spec)
+        setattr(module, KERNELS_NAME, kernels)
+        sys.modules[module_name] = module
+        spec.loader.exec_module(module)
+    except BaseException as e:  # noqa: BLE001 - any failure to import is the candidate's build failure
+        sys.modules.pop(module_name, None)
+        raise BuildError(candidate_traceback(e)) from None
+    fn = getattr(module, solution.spec.entry_symbol, None)
+    if not callable(fn):
+        raise BuildError(f"{solution.spec.entry_file} defines no callable {solution.spec.entry_symbol!r}")
     return fn
 
 

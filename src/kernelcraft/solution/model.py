@@ -47,8 +47,9 @@ class BuildSpec(BaseModel):
     dependencies: list[str] = Field(default_factory=list)
     # FlashInfer-Trace's default: outputs are preallocated and passed after the inputs.
     destination_passing_style: bool = True
-    # For cpp/cuda: "torch" (a torch C++ extension) or "tvm-ffi" (FlashInfer-Trace's default).
-    binding: Literal["torch", "tvm-ffi"] | None = None
+    # For cpp/cuda: "torch" (a torch C++ extension), "kernelcraft" (cubins launched from a Python
+    # entry file, see solution/cuda_binding.py) or "tvm-ffi" (FlashInfer-Trace's default).
+    binding: Literal["torch", "tvm-ffi", "kernelcraft"] | None = None
 
     @field_validator("entry_point")
     @classmethod
