@@ -238,6 +238,30 @@ def mcp_cmd(db: Annotated[str | None, typer.Option(help=DB_HELP)] = None) -> Non
     serve(db)
 
 
+@app.command("profile")
+def profile_cmd(
+    task_dir: Annotated[Path, typer.Argument(help="the task folder")],
+    solution: Annotated[Path, typer.Argument(help="the solution file or folder")],
+    workload: Annotated[str | None, typer.Option(help="uuid prefix of the workload (default: the one moving the most bytes)")] = None,
+    device: Annotated[str, typer.Option(help="cpu, cuda, cuda:N, or auto (cuda when visible)")] = "auto",
+    out: Annotated[Path | None, typer.Option(help="output folder (default: .kernelcraft/profiles/<task>/<solution>-<hash>/)")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="print summary.json instead of the text")] = False,
+    full: Annotated[bool, typer.Option("--full", help="collect ncu's full set (every section; slower)")] = False,
+    timeout: Annotated[float, typer.Option(help="seconds allowed for the profiled run")] = 600.0,
+) -> None:
+    """Nsight Compute profile of one solution (and nvcc's resource report for CUDA): what limits it."""
+    from kernelcraft.measure.profile import ProfileError, profile, render
+
+    try:
+        prof = profile(task_dir, solution, workload=workload, device=device, out=out, full=full, timeout=timeout)
+    except InputError as e:
+        _fail_input(e)
+    except ProfileError as e:
+        err.print(f"[red]profile[/]: {escape(str(e))}", highlight=False, soft_wrap=True)
+        raise typer.Exit(e.exit_code) from None
+    print(json.dumps(prof.to_dict(), indent=2) if as_json else render(prof), end="" if not as_json else "\n")
+
+
 skill_app = typer.Typer(no_args_is_help=True, help="Skills that teach coding agents the kernelcraft workflow.")
 app.add_typer(skill_app, name="skill")
 
