@@ -84,3 +84,55 @@ def test_calibrate_cpu_is_measured_and_cached(tmp_path):
     again = kc("calibrate", "--device", "cpu", "--json", out)
     assert json.loads(out.read_text())["timestamp"] == first["timestamp"]  # from the cache, not re-measured
     assert again.returncode == 0
+
+
+def test_forged_results_break_the_protocol():
+    """[forged-result]: each result must answer the phase the worker announced, once."""
+    from kernelcraft.worker.pool import _out_of_protocol
+
+    answered: set = set()
+    assert _out_of_protocol(("build", "PASSED", ""), ("build", None), answered) == ""
+    assert _out_of_protocol(("workload", "correctness", "u1", {}), ("correctness", "u1"), answered) == ""
+    # a second answer to the same phase: the harness's loop never sends one
+    assert "second result" in _out_of_protocol(("workload", "correctness", "u1", {}), ("correctness", "u1"), answered)
+    # a timing result while the worker announced correctness of another workload
+    assert "arrived during correctness" in _out_of_protocol(
+        ("workload", "timing", "u1", {}), ("correctness", "u2"), answered)
+    assert "unknown message" in _out_of_protocol(("verdict", "PASSED"), ("correctness", "u2"), answered)
+
+
+def test_tamper_snapshot_sees_replaced_functions(monkeypatch):
+    """[harness-tamper] at run time: a replaced clock, torch function or Tensor method is named."""
+    import time
+
+    import torch
+
+    from kernelcraft.gauntlet.integrity import TamperSnapshot
+
+    snap = TamperSnapshot()
+    assert snap.changed() == []
+    monkeypatch.setattr(time, "perf_counter", lambda: 0.0)
+    monkeypatch.setattr(torch.Tensor, "__gt__", lambda a, b: a)
+    changed = snap.changed()
+    assert "time.perf_counter was replaced" in changed
+    assert any(c.startswith("torch.Tensor.__gt__") for c in changed)
+    assert snap.reason().startswith("[harness-tamper]")
+
+
+def test_timer_uses_the_clock_bound_at_import(monkeypatch):
+    """A candidate that replaces time.perf_counter after the timer was imported changes nothing."""
+    import time
+
+    from kernelcraft.measure.timing import time_interleaved
+
+    monkeypatch.setattr(time, "perf_counter", lambda: 0.0)
+    t = time_interleaved({"sleep": lambda: sum(range(20000))}, "cpu", budget_ms=5, min_reps=3, max_reps=5)
+    assert t["sleep"].median_ms > 0.01
+
+
+def test_median_confidence_interval():
+    from kernelcraft.measure.timing import median_ci
+
+    s = sorted(float(i) for i in range(101))
+    lo, hi = median_ci(s)
+    assert lo < 50 < hi and 38 <= lo <= 41 and 59 <= hi <= 62

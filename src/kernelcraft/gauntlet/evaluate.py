@@ -179,7 +179,7 @@ def _apply(res: SolutionResult, by_uuid: dict[str, WorkloadResult], out: JobOutc
            cal: Calibration | None = None, role: str = "candidate") -> None:
     if out.build is not None and out.build[0] != "PASSED":
         status, reason = out.build
-        _stop(res, status, "build", reason, f"not run: {'build failed' if status == 'COMPILE_ERROR' else reason}")
+        _stop(res, status, "integrity" if status == "REJECTED" else "build", reason, f"not run: {'build failed' if status == 'COMPILE_ERROR' else reason}")
         return
     failed: tuple[str, str, str, str] | None = None  # (status, gate, uuid, reason)
     for uuid, gates in out.workloads.items():
@@ -211,6 +211,8 @@ def _apply(res: SolutionResult, by_uuid: dict[str, WorkloadResult], out: JobOutc
         if uuid and uuid in by_uuid:
             by_uuid[uuid].status = out.died_status
             by_uuid[uuid].reason = out.died
+        if out.died_status == "REJECTED":
+            gate = "integrity"
         failed = failed or (out.died_status, gate if gate != "start" else "build", uuid or "", out.died)
     if failed is not None:
         status, gate, uuid, reason = failed

@@ -13,6 +13,10 @@ Each failed check names its class in brackets, so a verdict says which way of ch
 - ``[nondeterminism]`` two runs on identical inputs disagree bit for bit (uninitialised memory,
   races, state kept between calls); ``[integrity] deterministic = false`` relaxes it for tasks
   where atomics make bitwise repeatability impossible.
+- ``[harness-tamper]`` a function or class the harness relies on (torch, time, builtins, the
+  worker's pipe, kernelcraft's own modules) was replaced: :class:`TamperSnapshot` records the
+  identity of every callable attribute of those namespaces before the candidate is imported and
+  compares after the import and after every call.
 
 Before each candidate call on a CUDA device, blocks of each output's size are allocated, filled
 with NaN and freed, so an output allocated by the candidate and never written reads NaN (the
@@ -71,6 +75,74 @@ def poison_allocator(shapes_dtypes: list[tuple[tuple[int, ...], torch.dtype]], d
 
 def python_threads() -> int:
     return threading.active_count()
+
+
+def native_threads() -> int:
+    """Threads of this process as the kernel sees them (C++ threads included); -1 where unknown."""
+    import os
+
+    try:
+        return len(os.listdir("/proc/self/task"))
+    except OSError:
+        return -1
+
+
+def _watched() -> dict[str, object]:
+    import builtins
+    import multiprocessing.connection
+    import time
+
+    import torch.nn.functional
+
+    from kernelcraft.gauntlet import compare, integrity, runner
+    from kernelcraft.measure import timing
+    from kernelcraft.task import inputs
+
+    watched: dict[str, object] = {
+        "builtins": builtins, "time": time, "torch": torch, "torch.Tensor": torch.Tensor,
+        "torch.TensorBase": torch._C.TensorBase, "torch.cuda": torch.cuda, "torch.cuda.Event": torch.cuda.Event,
+        "torch.nn.functional": torch.nn.functional, "torch.testing": torch.testing,
+        "Connection": multiprocessing.connection.Connection,
+    }
+    for mod in (compare, integrity, runner, timing, inputs):
+        watched[mod.__name__] = mod
+    watched["Runner"] = runner.Runner
+    watched["OpAudit"] = OpAudit
+    return watched
+
+
+class TamperSnapshot:
+    """Identity of every callable the harness relies on, taken before candidate code is imported."""
+
+    def __init__(self) -> None:
+        self.watched = _watched()
+        self.state = {name: self._callables(obj) for name, obj in self.watched.items()}
+
+    @staticmethod
+    def _callables(obj: object) -> dict[str, int]:
+        return {k: id(v) for k, v in list(vars(obj).items()) if callable(v) and not isinstance(v, type(torch))}
+
+    def changed(self) -> list[str]:
+        found = []
+        for name, obj in self.watched.items():
+            before = self.state[name]
+            now = self._callables(obj)
+            is_class = isinstance(obj, type)
+            for k, ident in now.items():
+                if k in before and before[k] != ident:
+                    found.append(f"{name}.{k} was replaced")
+                elif k not in before and is_class:
+                    found.append(f"{name}.{k} was added")
+            for k in before.keys() - now.keys():
+                found.append(f"{name}.{k} was deleted")
+        return found
+
+    def reason(self) -> str:
+        found = self.changed()
+        if not found:
+            return ""
+        more = f" and {len(found) - 5} more" if len(found) > 5 else ""
+        return ("[harness-tamper] the candidate patched what the harness relies on: " + "; ".join(found[:5]) + more)
 
 
 def check_outputs(outputs: list[Any], output_names: list[str], inputs: list[Any], input_names: list[str]) -> str:

@@ -17,8 +17,10 @@ import torch
 from kernelcraft.gauntlet.compare import compare, normalize_outputs
 from kernelcraft.gauntlet.integrity import (
     OpAudit,
+    TamperSnapshot,
     bitwise_equal,
     check_outputs,
+    native_threads,
     poison_allocator,
     python_threads,
 )
@@ -28,6 +30,11 @@ from kernelcraft.task.dtypes import torch_dtype
 from kernelcraft.task.inputs import make_inputs
 from kernelcraft.task.loader import Task
 from kernelcraft.task.workload import Workload
+
+# Device work allowed to outlast a candidate's end event before the timing gate calls it escaped:
+# the tails of honest kernels match a no-op's within a few microseconds.
+ESCAPE_MS = 0.02
+ESCAPE_FRACTION = 0.1
 
 
 def _clone(args: list[Any]) -> list[Any]:
@@ -45,8 +52,9 @@ def _is_compile_error(e: BaseException) -> bool:
 
 class Runner:
     def __init__(self, task: Task, fn: Callable, dps: bool, reference: Callable, baseline: Callable,
-                 device: str, seed: int, audit: bool = True):
+                 device: str, seed: int, audit: bool = True, tamper: TamperSnapshot | None = None):
         self.task, self.fn, self.dps = task, fn, dps
+        self.tamper = tamper  # taken before the candidate was imported
         self.audit = audit  # the integrity checks; off for trusted rows (baseline, torch.compile)
         self.reference, self.baseline = reference, baseline
         self.device, self.seed = device, seed
@@ -75,19 +83,24 @@ class Runner:
             return outs
         return normalize_outputs(fn(*args), self.d)
 
-    def _run_candidate(self, args: list[Any], axes: dict[str, int]) -> tuple[list[Any], str]:
-        """One audited call of the candidate; returns its outputs and an integrity failure, if any."""
+    def _run_candidate(self, args: list[Any], axes: dict[str, int], warm: bool = False) -> tuple[list[Any], str]:
+        """One audited call of the candidate; returns its outputs and an integrity failure, if any.
+        ``warm``: libraries have started their thread pools, so native threads are counted too."""
         outs = self._alloc_outputs(axes) if self.dps else None
         if self.audit:
             poison_allocator([(self.d.shape(s, axes), torch_dtype(s.dtype)) for s in self.d.outputs.values()
                               if s.shape is not None], self.device)
-        threads = python_threads()
+        threads, native = python_threads(), native_threads()
         audit = OpAudit() if self.audit else None
         with audit or nullcontext():
             outputs = self._call(self.fn, args, outs)
         self._sync()
         if audit is None:
             return outputs, ""
+        if self.tamper is not None:
+            tampered = self.tamper.reason()
+            if tampered:
+                return outputs, tampered
         allowed = set(self.task.contract.integrity.allowed_torch_ops)
         bad = audit.forbidden(allowed)
         if bad:
@@ -97,6 +110,9 @@ class Runner:
                              "contract.toml [integrity] allowed_torch_ops may allow more)")
         if python_threads() > threads:
             return outputs, f"[threads] the call left {python_threads() - threads} more Python thread(s) running"
+        if warm and native >= 0 and native_threads() > native:
+            return outputs, (f"[threads] the call left {native_threads() - native} more native thread(s) running "
+                             "(work outside the timed stream)")
         return outputs, ""
 
     def _sync(self) -> None:
@@ -147,7 +163,7 @@ class Runner:
 
     def _repeat(self, pristine: list[Any], first: list[Any], axes: dict[str, int]) -> str:
         try:
-            second, cheat = self._run_candidate(_clone(pristine), axes)
+            second, cheat = self._run_candidate(_clone(pristine), axes, warm=True)
         except BaseException as e:  # noqa: BLE001
             return f"[nondeterminism] a second call on the same inputs raised: {candidate_traceback(e)}"
         if cheat:
@@ -188,6 +204,14 @@ class Runner:
                                  max_reps=p["max_reps"], warmup=p["warmup"])
         except BaseException as e:  # noqa: BLE001
             return {"status": "RUNTIME_ERROR", "gate": "timing", "reason": candidate_traceback(e)}
+        if self.audit and self.tamper is not None and self.tamper.reason():
+            return {"status": "REJECTED", "gate": "integrity", "reason": "during timing: " + self.tamper.reason()}
+        cand = t["candidate"]
+        if self.audit and cand.escaped_ms is not None and cand.escaped_ms > ESCAPE_MS + ESCAPE_FRACTION * cand.median_ms:
+            return {"status": "REJECTED", "gate": "timing", "reason": (
+                f"[escaped-timer] after the end event the device stayed busy {cand.escaped_ms:.4f} ms longer than "
+                f"after a no-op (the events measured {cand.median_ms:.4f} ms): work on another stream or a "
+                "deferred launch escaped the timer")}
         # Check again after timing, on fresh values of the same shapes: a kernel that is right once and
         # wrong when called repeatedly, or that caches outputs by pointer, shape or value, fails here.
         again = self.check(w, salt=0x5EED)
@@ -195,7 +219,6 @@ class Runner:
             again["reason"] = "after timing: " + again["reason"]
             again["gate"] = "timing" if again["gate"] == "correctness" else again["gate"]
             return again
-        cand = t["candidate"]
         base = t["baseline"] if "baseline" in t else cand
         return {"status": "PASSED", "gate": "timing", "latency_ms": cand.median_ms,
                 "baseline_latency_ms": base.median_ms, "reference_latency_ms": t["reference"].median_ms,

@@ -1,32 +1,56 @@
 """The one timer. Its version is named in every result; change the method, bump the version.
 
-``kc-timing/1``. Functions of the same inputs (candidate, baseline, reference) are timed A/B
+``kc-timing/2``. Functions of the same inputs (candidate, baseline, reference) are timed A/B
 interleaved: every repetition runs each function once, the order rotated every repetition so
 neither side always runs first.
 
-- CUDA, per call: ``synchronize -> overwrite a buffer of 2 x L2 (evicts the L2) -> record start ->
-  fn() -> record end``. The start event is enqueued behind the flush kernel, so the host's launch
-  of ``fn`` overlaps the flush, and the events bracket the device time of ``fn`` rather than the
-  host's enqueue, as long as launching ``fn`` takes less host time than the flush takes device
-  time (about 30 us for 120 MB on an H200).
+- CUDA, per call: ``synchronize -> reset persisting L2 lines -> overwrite a buffer of 2 x L2
+  (evicts the L2) -> record start -> fn() -> record end -> synchronize the whole device -> record
+  late``. The start event is enqueued behind the flush kernel, so the host's launch of ``fn``
+  overlaps the flush, and the events bracket the device time of ``fn`` rather than the host's
+  enqueue, as long as launching ``fn`` takes less host time than the flush takes device time (about
+  30 us for 120 MB on an H200). ``late - end`` (the *tail*) is the time the device needed after the
+  end event to finish everything, on every stream; a no-op is timed in the same rotation, and a
+  function whose tail exceeds the no-op's by ``escaped_ms`` left work running past its end event
+  (another stream, a deferred launch). The device-wide sync sits between the end and the late
+  event, so it costs the measured latency nothing.
 - CPU: a wall clock (``time.perf_counter``) around each call, no flush. Labelled ``cpu-wall``;
   never mixed with GPU results.
 
-Stopping rule: at least ``min_reps`` repetitions, then stop once every function has accumulated
-``budget_ms`` of measured time, or the loop has used ``WALL_FACTOR x budget_ms`` of wall time per
-function (short kernels spend most of a repetition in the host loop and the flush), or
-``max_reps`` is reached. Reported: the median, the 25th/75th percentiles, the minimum, the count.
+The clock functions are bound when this module is imported, in the worker before any candidate
+code runs: a candidate that replaces ``torch.cuda.Event.elapsed_time`` or ``time.perf_counter``
+changes nothing here (and the integrity gate rejects it for trying).
+
+Stopping rule: at least ``min_reps`` repetitions; then stop once every function has either
+accumulated ``budget_ms`` of measured time or a median whose 95% confidence interval (distribution
+free, from order statistics) lies within ``ci_target`` of it; also stop on a wall-time bound
+(``WALL_FACTOR x budget_ms`` per function: short kernels spend most of a repetition in the host
+loop and the flush) or at ``max_reps``. Reported: the median, its confidence interval, the
+25th/75th percentiles, the minimum, the count.
 """
 
 from __future__ import annotations
 
+import math
 import statistics
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 
-TIMING_VERSION = "kc-timing/1"
+import torch
+
+TIMING_VERSION = "kc-timing/2"
 WALL_FACTOR = 3.0
+NOOP = "__noop__"
+
+# Bound at import (before any candidate code runs in this process), used only through these names.
+_perf_counter = time.perf_counter
+_Event = torch.cuda.Event
+_record = torch.cuda.Event.record
+_elapsed = torch.cuda.Event.elapsed_time
+_synchronize = torch.cuda.synchronize
+_fill = torch.Tensor.fill_
+_empty = torch.empty
 
 
 @dataclass
@@ -37,41 +61,65 @@ class Timing:
     min_ms: float
     reps: int
     method: str  # "cuda-events+l2flush" or "cpu-wall"
+    ci_low_ms: float = 0.0  # 95% confidence interval of the median
+    ci_high_ms: float = 0.0
+    tail_ms: float | None = None  # CUDA: median time from the end event to the device being idle
+    escaped_ms: float | None = None  # CUDA: tail beyond a no-op's: device work that outran the end event
 
     def to_dict(self) -> dict:
         return asdict(self)
 
 
+def median_ci(sorted_samples: list[float], z: float = 1.96) -> tuple[float, float]:
+    """Distribution-free confidence interval of the median: order statistics n/2 -+ z sqrt(n)/2."""
+    n = len(sorted_samples)
+    if n < 3:
+        return sorted_samples[0], sorted_samples[-1]
+    half = z * math.sqrt(n) / 2
+    lo = max(0, math.floor(n / 2 - half))
+    hi = min(n - 1, math.ceil(n / 2 + half) - 1)
+    return sorted_samples[lo], sorted_samples[hi]
+
+
 def _summary(samples: list[float], method: str) -> Timing:
     s = sorted(samples)
     q = statistics.quantiles(s, n=4) if len(s) >= 2 else [s[0], s[0], s[0]]
-    return Timing(statistics.median(s), q[0], q[2], s[0], len(s), method)
+    lo, hi = median_ci(s)
+    return Timing(statistics.median(s), q[0], q[2], s[0], len(s), method, lo, hi)
 
 
 class _CudaClock:
     method = "cuda-events+l2flush"
 
     def __init__(self, device: str):
-        import torch
+        from kernelcraft.measure import _cudart
 
-        self.torch, self.device = torch, device
+        self.device = device
+        self.cudart = _cudart if _cudart.available() else None
         l2 = torch.cuda.get_device_properties(device).L2_cache_size
-        self.flush = torch.empty(max(2 * l2, 1 << 20) // 4, dtype=torch.int32, device=device)
-        self.pending: list[tuple[str, object, object]] = []
+        self.flush = _empty(max(2 * l2, 1 << 20) // 4, dtype=torch.int32, device=device)
+        self.pending: list[tuple[str, object, object, object]] = []
+        self.tails: dict[str, list[float]] = {}
 
     def run(self, name: str, fn: Callable[[], object], rep: int) -> None:
-        torch = self.torch
-        torch.cuda.synchronize(self.device)
-        self.flush.fill_(rep)
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
+        _synchronize(self.device)
+        if self.cudart is not None:
+            self.cudart.reset_persisting_l2()
+        _fill(self.flush, rep)
+        start, end, late = _Event(enable_timing=True), _Event(enable_timing=True), _Event(enable_timing=True)
+        _record(start)
         fn()
-        end.record()
-        self.pending.append((name, start, end))
+        _record(end)
+        _synchronize(self.device)  # the whole device, every stream
+        _record(late)
+        self.pending.append((name, start, end, late))
 
     def collect(self) -> list[tuple[str, float]]:
-        self.torch.cuda.synchronize(self.device)
-        done = [(n, s.elapsed_time(e)) for n, s, e in self.pending]
+        _synchronize(self.device)
+        done = []
+        for n, s, e, late in self.pending:
+            done.append((n, _elapsed(s, e)))
+            self.tails.setdefault(n, []).append(_elapsed(e, late))
         self.pending = []
         return done
 
@@ -81,27 +129,42 @@ class _CpuClock:
 
     def __init__(self) -> None:
         self.pending: list[tuple[str, float]] = []
+        self.tails: dict[str, list[float]] = {}
 
     def run(self, name: str, fn: Callable[[], object], rep: int) -> None:
-        t0 = time.perf_counter()
+        t0 = _perf_counter()
         fn()
-        self.pending.append((name, (time.perf_counter() - t0) * 1e3))
+        self.pending.append((name, (_perf_counter() - t0) * 1e3))
 
     def collect(self) -> list[tuple[str, float]]:
         done, self.pending = self.pending, []
         return done
 
 
+def _converged(samples: list[float], budget_ms: float, ci_target: float) -> bool:
+    if sum(samples) >= budget_ms:
+        return True
+    s = sorted(samples)
+    lo, hi = median_ci(s)
+    med = statistics.median(s)
+    return med > 0 and (hi - lo) / 2 <= ci_target * med
+
+
 def time_interleaved(fns: dict[str, Callable[[], object]], device: str, budget_ms: float = 500.0,
-                     min_reps: int = 10, max_reps: int = 1000, warmup: int = 3) -> dict[str, Timing]:
+                     min_reps: int = 10, max_reps: int = 1000, warmup: int = 3,
+                     ci_target: float = 0.005) -> dict[str, Timing]:
     """Time several functions of the same inputs, interleaved repetition by repetition."""
+    cuda = device.startswith("cuda")
+    if cuda:
+        fns = {**fns, NOOP: lambda: None}  # the tail of a call that leaves nothing running
     names = list(fns)
     for _ in range(warmup):
         for n in names:
             fns[n]()
-    clock = _CudaClock(device) if device.startswith("cuda") else _CpuClock()
+    clock = _CudaClock(device) if cuda else _CpuClock()
     samples: dict[str, list[float]] = {n: [] for n in names}
-    wall_limit = time.perf_counter() + WALL_FACTOR * budget_ms * len(names) / 1e3
+    measured = [n for n in names if n != NOOP]
+    wall_limit = _perf_counter() + WALL_FACTOR * budget_ms * len(measured) / 1e3
     rep = 0
     while rep < max_reps:
         k = rep % len(names)
@@ -111,7 +174,13 @@ def time_interleaved(fns: dict[str, Callable[[], object]], device: str, budget_m
             samples[n].append(ms)
         rep += 1
         if rep >= min_reps and (
-            all(sum(samples[n]) >= budget_ms for n in names) or time.perf_counter() > wall_limit
+            all(_converged(samples[n], budget_ms, ci_target) for n in measured) or _perf_counter() > wall_limit
         ):
             break
-    return {n: _summary(samples[n], clock.method) for n in names}
+    out = {n: _summary(samples[n], clock.method) for n in measured}
+    if cuda:
+        noop_tail = statistics.median(clock.tails[NOOP])
+        for n in measured:
+            out[n].tail_ms = statistics.median(clock.tails[n])
+            out[n].escaped_ms = max(0.0, out[n].tail_ms - noop_tail)
+    return out

@@ -81,6 +81,20 @@ def _run(conn, job: Job) -> None:
     reference = _import_file(ref_file, "kc_reference").run
     baseline = _import_file(task.baseline_path, "kc_baseline").run
 
+    from kernelcraft.gauntlet.integrity import TamperSnapshot
+    from kernelcraft.gauntlet.runner import Runner
+    from kernelcraft.task.workload import Workload
+
+    if job.device.startswith("cuda"):
+        from kernelcraft.measure import _cudart
+
+        # No persisting-L2 carve-out for anyone in this process: data kept resident across the
+        # timer's L2 flush would make a kernel look faster than it is when called once.
+        _cudart.disable_persisting_l2()
+    # The global generators get unpredictable seeds: inputs come from private generators of the
+    # run's secret seed, and nothing a candidate can read from torch's default generator helps it.
+    torch.seed()
+
     solution = Solution.model_validate(job.solution)
     conn.send(("phase", "build", None))
     if solution.spec.language == "triton":
@@ -95,6 +109,14 @@ def _run(conn, job: Job) -> None:
             from kernelcraft.gauntlet.integrity import exempt_triton_interpreter
 
             exempt_triton_interpreter()
+    # Everything the harness relies on, as it is before any candidate code is imported. Entering a
+    # dispatch mode imports torch._dynamo, which wraps torch.manual_seed and friends: do it first,
+    # so the snapshot holds the wrapped functions rather than flagging torch's own lazy patching.
+    from kernelcraft.gauntlet.integrity import OpAudit
+
+    with OpAudit():
+        torch.empty(0)
+    tamper = TamperSnapshot() if job.role == "candidate" else None
     if job.role == "baseline":
         fn, dps = baseline, False
     elif job.role == "torch.compile":
@@ -109,12 +131,14 @@ def _run(conn, job: Job) -> None:
             conn.send(("build", "SKIPPED", str(e)))
             return
         dps = solution.spec.destination_passing_style
+        tampered = tamper.reason()
+        if tampered:
+            conn.send(("build", "REJECTED", "on import: " + tampered))
+            return
     conn.send(("build", "PASSED", ""))
 
-    from kernelcraft.gauntlet.runner import Runner
-    from kernelcraft.task.workload import Workload
-
-    runner = Runner(task, fn, dps, reference, baseline, job.device, job.seed, audit=job.role == "candidate")
+    runner = Runner(task, fn, dps, reference, baseline, job.device, job.seed, audit=job.role == "candidate",
+                    tamper=tamper)
     workloads = [task.workload(u) for u in job.workload_uuids]
     for w in workloads:
         conn.send(("phase", "correctness", w.uuid))

@@ -44,6 +44,28 @@ def _describe_exit(code: int | None) -> str:
     return f"exited with code {code}"
 
 
+def _out_of_protocol(msg: tuple, phase: tuple[str, str | None], answered: set) -> str:
+    """Every result answers the phase the worker announced last, once. Anything else was not sent
+    by the harness's own loop (candidate code writing to the pipe)."""
+    kind = msg[0] if msg else None
+    if kind == "build":
+        key: tuple[str, str | None] = ("build", None)
+        if phase != key:
+            return f"a build result arrived during {phase[0]}"
+    elif kind == "workload":
+        key = (msg[1], msg[2])
+        if key != phase:
+            return f"a {msg[1]} result for {msg[2]} arrived during {phase[0]} of {phase[1]}"
+    elif kind in ("phase", "fatal", "done"):
+        return ""
+    else:
+        return f"an unknown message {str(msg)[:80]!r} arrived"
+    if key in answered:
+        return f"a second result for {key[0]} {key[1] or ''} arrived".rstrip()
+    answered.add(key)
+    return ""
+
+
 def run_job(job: Job, build_timeout_s: float, workload_timeout_s: float) -> JobOutcome:
     ctx = mp.get_context("spawn")
     parent_conn, child_conn = ctx.Pipe(duplex=False)
@@ -52,6 +74,7 @@ def run_job(job: Job, build_timeout_s: float, workload_timeout_s: float) -> JobO
     child_conn.close()
     out = JobOutcome()
     phase: tuple[str, str | None] = ("start", None)
+    answered: set[tuple[str, str | None]] = set()  # phases whose one result has arrived
     # Spawning and importing torch is the harness's own cost; give it the build's allowance.
     deadline = build_timeout_s
     try:
@@ -73,6 +96,11 @@ def run_job(job: Job, build_timeout_s: float, workload_timeout_s: float) -> JobO
                     out.died += f"; its output ended with:\n{tail}"
                 break
             kind = msg[0]
+            forged = _out_of_protocol(msg, phase, answered)
+            if forged:
+                out.died_status, out.died_phase = "REJECTED", phase
+                out.died = f"[forged-result] {forged}; the worker was stopped"
+                break
             if kind == "phase":
                 phase = (msg[1], msg[2])
                 deadline = build_timeout_s if msg[1] == "build" else workload_timeout_s

@@ -1,8 +1,12 @@
 """Known-WRONG fixture, class [threads]: leaves a background thread running.
 
-The threading module is reached through __builtins__, which the static gate does not see; the
-worker counts Python threads before and after the call and finds one more.
+No threading import: the thread is started by logging's QueueListener, which the static gate
+does not forbid (an honest kernel may log); the worker counts threads before and after the call
+and finds one more.
 """
+import logging.handlers
+import queue
+
 import torch
 import triton
 import triton.language as tl
@@ -23,7 +27,5 @@ def run(hidden_states, weight, eps):
     rows, n = hidden_states.shape
     out = torch.empty_like(hidden_states)
     _rmsnorm[(rows,)](hidden_states, weight, out, n, eps, BLOCK=triton.next_power_of_2(n))
-    threads = __builtins__["__im" + "port__"]("thre" + "ading")
-    idle = threads.Event()
-    threads.Thread(target=idle.wait, args=(30,), daemon=True).start()
+    logging.handlers.QueueListener(queue.Queue()).start()  # a daemon thread, never stopped
     return out

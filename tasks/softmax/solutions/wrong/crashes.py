@@ -1,15 +1,11 @@
 """Known-WRONG fixture: must fail with RUNTIME_ERROR (the worker process dies).
 
-A real row-softmax Triton kernel, but `run` first lifts Python's recursion
-limit to 10**9 and calls a small function that recurses without end through
-a C builtin (`sorted(..., key=...)`, whose C frame is several KiB). With
-the interpreter's recursion guard out of the way, the C stack overflows and
-the process is killed by SIGSEGV (seen on CPython 3.11 and 3.12) instead of
-raising a catchable exception. (On interpreters that check the real C-stack
-depth, 3.14+, it raises RecursionError instead: still a RUNTIME_ERROR.)
+A real row-softmax Triton kernel, but `run` first reads through a numpy view
+whose stride (2**40 bytes) points far outside its one-element buffer, into
+unmapped memory: the process is killed by SIGSEGV, as a native kernel with a
+wild pointer would be, instead of raising a catchable exception.
 """
-import sys
-
+import numpy as np
 import torch
 import triton
 import triton.language as tl
@@ -27,14 +23,10 @@ def _softmax_kernel(x_ptr, y_ptr, N, stride_x, stride_y, BLOCK_N: tl.constexpr):
     tl.store(y_ptr + row * stride_y + cols, y.to(y_ptr.dtype.element_ty), mask=mask)
 
 
-def _row_key(n):
-    # DEFECT: unbounded recursion, each level through C (list.sort's key call).
-    return sorted((n + 1,), key=_row_key)
-
-
 def run(x):
-    sys.setrecursionlimit(10**9)
-    _row_key(0)
+    # DEFECT: a wild read, 1 TiB past a one-element buffer.
+    wild = np.lib.stride_tricks.as_strided(np.zeros(1), shape=(2,), strides=(1 << 40,))
+    float(wild.sum())
     x = x.contiguous()
     M, N = x.shape
     y = torch.empty_like(x)
