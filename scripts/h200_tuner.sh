@@ -12,7 +12,7 @@ OUT=${OUT:-/tmp/out}
 t=${1:-rmsnorm}
 budget=${2:-8}
 mkdir -p "$OUT" results/h200
-timeout 560 python3 -m kernelcraft optimize "tasks/$t" --agent tuner --device cuda --budget "$budget" \
+timeout ${TUNER_TIMEOUT:-560} python3 -m kernelcraft optimize "tasks/$t" --agent tuner --device cuda --budget "$budget" --budget-ms "${BUDGET_MS:-100}" \
   --db "sqlite:///$OUT/ledger.db" --json "results/h200/optimize_${t}_tuner.json" 2>&1 | tee "$OUT/optimize_$t.log"
 cp "results/h200/optimize_${t}_tuner.json" "$OUT/" 2>/dev/null
 python3 -m kernelcraft ledger show --db "sqlite:///$OUT/ledger.db" --json > "$OUT/ledger_${t}.json"
