@@ -4,7 +4,7 @@ Checked without running anything (the sources are parsed, never imported here):
 
 - a ``triton`` solution defines a ``@triton.jit`` kernel and launches it (``kernel[grid](...)``);
   a ``cuda`` solution has a ``__global__`` kernel that some source launches (``<<<`` or
-  ``cudaLaunchKernel``);
+  ``cudaLaunchKernel``; with ``binding = "kernelcraft"``, ``kernels.NAME`` in a Python source);
 - Python sources import no module that reaches outside the kernel (threads, processes, files,
   sockets, timers, foreign functions, the harness itself), call no dynamic-code builtins, use no
   introspection escape hatch (``__builtins__``, ``__dict__``, ``__globals__``, frames,
@@ -180,6 +180,10 @@ def check_static(solution: Solution) -> StaticVerdict:
         text = "\n".join(s.content for s in cxx_sources)
         if "__global__" not in text:
             findings.append("language is cuda but no source defines a __global__ kernel")
+        elif solution.spec.binding == "kernelcraft":
+            from kernelcraft.solution.cubin import launch_findings
+
+            findings += launch_findings(text, trees)
         elif "<<<" not in text and "cudaLaunchKernel" not in text and "cuLaunchKernel" not in text:
             findings.append("a __global__ kernel is defined but never launched (no <<<...>>> or cudaLaunchKernel)")
     if findings:
