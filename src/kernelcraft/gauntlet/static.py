@@ -183,7 +183,8 @@ def check_static(solution: Solution) -> StaticVerdict:
         elif solution.spec.binding == "kernelcraft":
             from kernelcraft.solution.cubin import launch_findings
 
-            findings += launch_findings(text, trees)
+            if not unparsable:  # the build gate reports the syntax error, with its line
+                findings += launch_findings(text, trees)
         elif "<<<" not in text and "cudaLaunchKernel" not in text and "cuLaunchKernel" not in text:
             findings.append("a __global__ kernel is defined but never launched (no <<<...>>> or cudaLaunchKernel)")
     if findings:
