@@ -262,6 +262,26 @@ def profile_cmd(
     print(json.dumps(prof.to_dict(), indent=2) if as_json else render(prof), end="" if not as_json else "\n")
 
 
+@app.command("serve")
+def serve_cmd(
+    db: Annotated[str | None, typer.Option(help=DB_HELP)] = None,
+    host: Annotated[str, typer.Option(help="address to listen on")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="port to listen on")] = 8000,
+    import_results: Annotated[list[Path] | None, typer.Option("--import-results", help="first import the `eval --json` records in this folder or file (repeatable; a record imported before is skipped)")] = None,
+    maintainer: Annotated[list[str] | None, typer.Option(help="give this existing account the maintainer role (repeatable)")] = None,
+    reports: Annotated[Path | None, typer.Option(help="folder of `kernelcraft report` HTML files, <task name>.html, linked from task pages")] = None,
+    max_upload_mb: Annotated[float, typer.Option(help="largest task-folder zip accepted, in MiB")] = 2.0,
+) -> None:
+    """Serve the kernel wishlist and the leaderboards (web pages and a JSON API) on the ledger."""
+    from kernelcraft.web import Settings, serve
+
+    try:
+        serve(Settings(db_url=db, max_upload_mb=max_upload_mb, maintainers=maintainer or [], reports_dir=reports),
+              host=host, port=port, import_results=import_results or [])
+    except InputError as e:
+        _fail_input(e)
+
+
 skill_app = typer.Typer(no_args_is_help=True, help="Skills that teach coding agents the kernelcraft workflow.")
 app.add_typer(skill_app, name="skill")
 

@@ -104,7 +104,11 @@ class Ledger:
                 cur.execute("PRAGMA synchronous=FULL")
                 cur.execute("PRAGMA foreign_keys=ON")
                 cur.close()
-        Base.metadata.create_all(self.engine)
+        # The schema comes from the Alembic migrations (ledger/migrations): a new database is
+        # created, one made by create_all before migrations is adopted, an older one upgraded.
+        from kernelcraft.ledger.migrations import migrate
+
+        migrate(self.engine)
         self.sessions = sessionmaker(self.engine, expire_on_commit=False)
 
     def session(self) -> Session:
