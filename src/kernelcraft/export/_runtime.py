@@ -1,0 +1,271 @@
+"""Runtime of an exported kernel: copied verbatim into every package ``kernelcraft export`` writes.
+
+It imports nothing but torch (and, lazily, triton or torch's extension builder for the kernel
+itself), so the package works where kernelcraft is not installed. Next to it in the package:
+
+- ``kernelcraft_export.json``: the op's name and schema, the definition, the validated envelope
+  (device, hardware, dtypes, shapes), the solution's identity and the export's provenance;
+- ``evaluation.json``: the gauntlet's record for this exact source;
+- ``_reference.py``: the definition's reference ``run``, the fallback;
+- ``_solution/``: the kernel's sources, as evaluated.
+
+The op is a ``torch.library`` custom op whose fake implementation is the reference run on fake
+tensors (so shapes and dtypes under ``torch.compile`` are exactly what the real call returns, on
+any path), with the definition's axes as the fallback when the reference cannot run on fake
+tensors. A call runs the kernel only inside the validated envelope; anything else runs the
+reference, and the first call of each kind of miss says why, once, in the log.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import logging
+import os
+import sys
+import threading
+from pathlib import Path
+
+import torch
+
+_TORCH_DTYPES = {
+    "float64": torch.float64, "float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16,
+    "float8_e4m3fn": getattr(torch, "float8_e4m3fn", None), "float8_e5m2": getattr(torch, "float8_e5m2", None),
+    "int64": torch.int64, "int32": torch.int32, "int16": torch.int16, "int8": torch.int8, "uint8": torch.uint8,
+    "bool": torch.bool,
+}
+
+
+def _scalar_type(dtype: str) -> str:
+    if dtype == "bool":
+        return "bool"
+    return "int" if dtype.startswith(("int", "uint")) else "float"
+
+
+def schema(definition: dict) -> str:
+    """The custom op's schema from a FlashInfer-Trace definition: inputs in order, outputs in order."""
+    args = []
+    for name, spec in definition["inputs"].items():
+        args.append(f"{'Tensor' if spec['shape'] is not None else _scalar_type(spec['dtype'])} {name}")
+    n_out = len(definition["outputs"])
+    ret = "Tensor" if n_out == 1 else "(" + ", ".join(["Tensor"] * n_out) + ")"
+    return f"({', '.join(args)}) -> {ret}"
+
+
+class ExportedOp:
+    def __init__(self, package_dir: Path, module_name: str):
+        self.dir = Path(package_dir)
+        self.module_name = module_name
+        self.meta = json.loads((self.dir / "kernelcraft_export.json").read_text())
+        self.definition = self.meta["definition"]
+        self.validated = self.meta["envelope"]
+        self.solution = self.meta["solution"]
+        self.qualname = f"{self.meta['namespace']}::{self.meta['op_name']}"
+        self.log = logging.getLogger(module_name)
+        self._inputs = list(self.definition["inputs"].items())
+        self._outputs = list(self.definition["outputs"].items())
+        self._lock = threading.Lock()
+        self._kernel = None
+        self._kernel_error: str | None = None
+        self._warned: set[str] = set()
+        self._device_misses: dict = {}
+        self.reset_stats()
+        if self.solution["language"] == "triton" and self.validated["device_type"] == "cpu":
+            # Validated through the Triton interpreter, which triton reads when it is first imported.
+            if "triton" not in sys.modules:
+                os.environ.setdefault("TRITON_INTERPRET", "1")
+        self.reference = importlib.import_module(f"{module_name}._reference").run
+        self.op = self._register()
+
+    # -- registration ------------------------------------------------------------------------------
+    def _register(self):
+        try:
+            from torch._library.custom_ops import OPDEFS
+
+            existing = OPDEFS.get(self.qualname)
+        except ImportError:  # a torch without the registry: register and let torch complain on a clash
+            existing = None
+        if existing is not None:  # the same package imported twice: one op per process
+            return existing
+        op = torch.library.custom_op(self.qualname, self._impl, mutates_args=(), schema=schema(self.definition))
+        op.register_fake(self._fake)
+        return op
+
+    # -- the two implementations ---------------------------------------------------------------------
+    def _impl(self, *args):
+        reason = self.check(args)
+        kernel = None
+        if reason is None:
+            kernel = self._load_kernel()
+            if kernel is None:
+                reason = ("kernel-unavailable", self._kernel_error or "the kernel could not be loaded")
+        if reason is None:
+            outs = self._call_kernel(kernel, args)
+            self.counts["kernel"] += 1
+        else:
+            self._note_fallback(*reason)
+            outs = self.reference(*args)
+        return self._finish(outs, args)
+
+    def _fake(self, *args):
+        try:
+            outs = self.reference(*args)
+        except Exception:  # noqa: BLE001 - a reference that cannot run on fake tensors: use the definition
+            axes = self._bind_axes(args)
+            dev = next(a.device for a in args if isinstance(a, torch.Tensor))
+            outs = tuple(torch.empty([axes[n] if isinstance(n, str) else n for n in spec["shape"]],
+                                     dtype=_TORCH_DTYPES[spec["dtype"]], device=dev) for _, spec in self._outputs)
+        return self._finish(outs, args)
+
+    def _finish(self, outs, args):
+        outs = outs if isinstance(outs, tuple | list) else (outs,)
+        fixed = []
+        for o in outs:
+            # A custom op returns fresh, contiguous tensors on every path, so the fake's strides hold.
+            if any(o is a for a in args) or o._base is not None:
+                o = o.clone()
+            fixed.append(o.contiguous())
+        return fixed[0] if len(fixed) == 1 else tuple(fixed)
+
+    # -- the envelope --------------------------------------------------------------------------------
+    def _bind_axes(self, args) -> dict:
+        axes: dict = dict(self.validated["const_axes"])
+        for (_, spec), a in zip(self._inputs, args, strict=True):
+            if spec["shape"] is None or not isinstance(a, torch.Tensor):
+                continue
+            for ax, size in zip(spec["shape"], a.shape, strict=False):
+                axes.setdefault(ax, size)
+        return axes
+
+    def check(self, args) -> tuple[str, str] | None:
+        """None when the kernel was validated for these arguments, else (kind, why)."""
+        v = self.validated
+        tensors = [(name, a) for (name, spec), a in zip(self._inputs, args, strict=True) if spec["shape"] is not None]
+        devices = {a.device for _, a in tensors}
+        if len(devices) != 1:
+            return "device", f"inputs on several devices {sorted(map(str, devices))}"
+        dev = next(iter(devices))
+        if dev.type != v["device_type"]:
+            return "device", f"inputs on {dev.type}; the kernel was validated on {v['device_type']} only"
+        if dev.type == "cuda":
+            miss = self._device_misses.get(dev.index)
+            if miss is None:  # asked once per device: it does not change while the process lives
+                miss = self._device_misses[dev.index] = self._check_cuda_device(dev)
+            if miss:
+                return miss
+        axes: dict[str, int] = {}
+        specs = dict(self._inputs)
+        for name, a in tensors:
+            want = v["dtypes"][name]
+            if str(a.dtype).removeprefix("torch.") != want:
+                return "dtype", f"{name} is {str(a.dtype).removeprefix('torch.')}; validated for {want} only"
+            shape = specs[name]["shape"]
+            if a.dim() != len(shape):
+                return "shape", f"{name} has {a.dim()} dims; the definition gives {len(shape)} ({shape})"
+            if not a.is_contiguous():
+                return "layout", f"{name} is not contiguous; only contiguous inputs were validated"
+            for ax, size in zip(shape, a.shape, strict=True):
+                if axes.setdefault(ax, size) != size:
+                    return "shape", f"axis {ax} is {axes[ax]} in one input and {size} in {name}"
+        for ax, size in axes.items():
+            if ax in v["const_axes"]:
+                if size != v["const_axes"][ax]:
+                    return "shape", f"{ax}={size}; the definition fixes {ax}={v['const_axes'][ax]}"
+                continue
+            r = v["var_axes"].get(ax)
+            if r is None:
+                return "shape", f"axis {ax} was never run"
+            if self.meta.get("exact_shapes"):
+                if size not in r["values"]:
+                    return "shape", f"{ax}={size} is not one of the validated values {r['values']}"
+            elif not r["min"] <= size <= r["max"]:
+                return "shape", f"{ax}={size} outside the validated range [{r['min']}, {r['max']}]"
+        return None
+
+    def _check_cuda_device(self, dev) -> tuple[str, str] | tuple[()]:
+        v = self.validated
+        name = torch.cuda.get_device_name(dev)
+        if v.get("hardware") and name != v["hardware"]:
+            return "hardware", f"device {name!r}; the kernel was validated on {v['hardware']!r} only"
+        cc = "{}.{}".format(*torch.cuda.get_device_capability(dev))
+        if v.get("compute_capability") and cc != v["compute_capability"]:
+            return "hardware", f"compute capability {cc}; validated on {v['compute_capability']} only"
+        return ()
+
+    def _note_fallback(self, kind: str, why: str) -> None:
+        self.counts["fallback"] += 1
+        entry = self.counts["fallback_reasons"].setdefault(kind, {"count": 0, "first": why})
+        entry["count"] += 1
+        if kind not in self._warned:
+            self._warned.add(kind)
+            self.log.warning("%s: running the reference instead of %s: %s (said once per kind of miss)",
+                             self.qualname, self.solution["name"], why)
+
+    # -- the kernel ----------------------------------------------------------------------------------
+    def _load_kernel(self):
+        if self._kernel is not None or self._kernel_error is not None:
+            return self._kernel
+        with self._lock:
+            if self._kernel is None and self._kernel_error is None:
+                try:
+                    self._kernel = self._build()
+                except Exception as e:  # noqa: BLE001 - any failure to load means: use the reference
+                    self._kernel_error = f"{type(e).__name__}: {str(e)[-2000:]}"
+        return self._kernel
+
+    def _build(self):
+        lang = self.solution["language"]
+        entry_file, symbol = self.solution["entry_point"].split("::")
+        src = self.dir / "_solution"
+        if lang in ("python", "triton"):
+            if lang == "triton" and self.validated["device_type"] == "cpu" and os.environ.get("TRITON_INTERPRET") != "1":
+                raise RuntimeError("validated on the CPU through the Triton interpreter, but triton was imported "
+                                   "without TRITON_INTERPRET=1; set it before anything imports triton")
+            mod = importlib.import_module(f"{self.module_name}._solution." + entry_file.removesuffix(".py").replace("/", "."))
+            return getattr(mod, symbol)
+        if lang in ("cuda", "cpp"):
+            return self._build_extension(src, symbol)
+        raise RuntimeError(f"no loader for language {lang!r}")
+
+    def _build_extension(self, src: Path, symbol: str):
+        from torch.utils.cpp_extension import load
+
+        if not torch.cuda.is_available():
+            raise RuntimeError("a CUDA extension needs a CUDA device")
+        major, minor = torch.cuda.get_device_capability()
+        os.environ["TORCH_CUDA_ARCH_LIST"] = f"{major}.{minor}"
+        cache = Path(os.environ.get("KERNELCRAFT_EXPORT_CACHE", Path.home() / ".cache" / "kernelcraft-export"))
+        build_dir = cache / f"{self.meta['namespace']}_sm{major}{minor}"
+        build_dir.mkdir(parents=True, exist_ok=True)
+        sources = sorted(str(p) for p in src.rglob("*") if p.suffix in (".cu", ".cpp", ".cc", ".cxx", ".c"))
+        self.log.info("%s: building the CUDA extension for sm_%d%d in %s (once per machine)", self.qualname,
+                      major, minor, build_dir)
+        module = load(name=f"{self.meta['namespace']}_ext", sources=sources, extra_cflags=["-O3", "-std=c++17"],
+                      extra_cuda_cflags=["-O3", "-std=c++17", "--expt-relaxed-constexpr"],
+                      extra_include_paths=[str(src)], build_directory=str(build_dir), verbose=False)
+        return getattr(module, symbol)
+
+    def _call_kernel(self, kernel, args):
+        if not self.solution.get("destination_passing_style"):
+            return kernel(*args)
+        axes = self._bind_axes(args)
+        dev = next(a.device for a in args if isinstance(a, torch.Tensor))
+        outs = tuple(torch.empty([axes[n] for n in spec["shape"]], dtype=_TORCH_DTYPES[spec["dtype"]], device=dev)
+                     for _, spec in self._outputs)
+        kernel(*args, *outs)
+        return outs
+
+    # -- introspection -------------------------------------------------------------------------------
+    def stats(self) -> dict:
+        """Calls that ran the kernel, calls that ran the reference, and why (first message per kind)."""
+        return json.loads(json.dumps(self.counts))
+
+    def reset_stats(self) -> None:
+        self.counts = {"kernel": 0, "fallback": 0, "fallback_reasons": {}}
+
+    def kernel_error(self) -> str | None:
+        return self._kernel_error
+
+
+def load(init_file: str, module_name: str) -> ExportedOp:
+    return ExportedOp(Path(init_file).parent, module_name)
