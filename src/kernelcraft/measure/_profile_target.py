@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
 import sys
 import tempfile
 import traceback
@@ -66,6 +67,12 @@ def _triton_kernels(fn) -> list[dict]:
 
 
 def run(job: dict) -> int:
+    device = job["device"]
+    on_gpu = device.startswith("cuda")
+    if not on_gpu:
+        # Only tests run the target without a GPU (under a stand-in for ncu): Triton then needs its
+        # interpreter, switched on before anything imports triton.
+        os.environ["TRITON_INTERPRET"] = "1"
     import torch
 
     from kernelcraft.gauntlet.runner import Runner
@@ -76,10 +83,10 @@ def run(job: dict) -> int:
     from kernelcraft.task.loader import load_task
 
     torch.set_grad_enabled(False)
-    result: dict = {"status": "STARTED"}
-    device = job["device"]
-    torch.cuda.set_device(torch.device(device).index or 0)
-    result["device_name"] = torch.cuda.get_device_name(device)
+    result: dict = {"status": "STARTED", "device_name": device}
+    if on_gpu:
+        torch.cuda.set_device(torch.device(device).index or 0)
+        result["device_name"] = torch.cuda.get_device_name(device)
     task = load_task(job["task_root"])
     d = task.definition
     workload = task.workload(job["workload_uuid"])
@@ -117,15 +124,21 @@ def run(job: dict) -> int:
     def call():
         return fn(*args, *outs)
 
+    def sync():
+        if on_gpu:
+            torch.cuda.synchronize()
+
     for _ in range(WARMUP_CALLS):
         call()
-    torch.cuda.synchronize()
+    sync()
     result["triton_kernels"] = _triton_kernels(fn)
-    torch.cuda.profiler.start()
+    if on_gpu:
+        torch.cuda.profiler.start()  # cudaProfilerStart: ncu --profile-from-start off begins here
     for _ in range(PROFILED_CALLS):
         call()
-    torch.cuda.synchronize()
-    torch.cuda.profiler.stop()
+    sync()
+    if on_gpu:
+        torch.cuda.profiler.stop()
     _write(job["result_path"], result | {"status": "PROFILED", "profiled_calls": PROFILED_CALLS})
     return 0
 
