@@ -226,6 +226,16 @@ def referenced_kernels(py_sources: dict[str, ast.Module]) -> set[str]:
     return found
 
 
+def launch_findings(cxx_text: str, py_trees: dict[str, ast.Module]) -> list[str]:
+    """The static gate's launch check for ``binding = "kernelcraft"``: some Python source must use
+    ``kernels.NAME`` for a ``__global__`` kernel the C++ sources define (``<<<`` has no place there)."""
+    defined = global_kernel_names(cxx_text)
+    if referenced_kernels(py_trees) & defined:
+        return []
+    return [f"a __global__ kernel is defined but never launched (no {KERNELS_NAME}.NAME(...) in the Python "
+            f"sources naming one of: {', '.join(sorted(defined)) or 'none found'})"]
+
+
 # ----------------------------------------------------------------------------------------------
 # compile and cache
 

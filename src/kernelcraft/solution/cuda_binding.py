@@ -182,7 +182,8 @@ def _convert(p: Param, a: Any, where: str, device_index: int | None) -> np.gener
             return signed(a) if a < 0 else unsigned(a)
     if isinstance(a, float):
         if p.kind == "float":
-            v = _FLOAT_TYPES[p.size](a)
+            with np.errstate(over="ignore"):
+                v = _FLOAT_TYPES[p.size](a)
             if np.isinf(v) and not np.isinf(a):
                 raise OverflowError(f"{where}: {a!r} is out of {p.ctype} range")
             return v
@@ -275,12 +276,17 @@ class _CudaCore:
         self._launch(stream, config, kernel, *args)
 
     def set_max_dynamic_smem(self, kernel, nbytes: int) -> None:
+        # cuda.core exposes kernel attributes read-only; the driver call is two lines of ctypes.
+        # Its kernels are CUkernel handles (library API); cuFuncSetAttribute, which also accepts a
+        # CUkernel (applied in the current context), is the fallback for a CUfunction handle.
         lib = ctypes.CDLL("libcuda.so.1")
+        handle = ctypes.c_void_p(int(kernel.handle))
+        attr = ctypes.c_int(_CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES)
         dev = ctypes.c_int()
         _check(lib.cuDeviceGet(ctypes.byref(dev), ctypes.c_int(self._device_index)), "cuDeviceGet")
-        _check(lib.cuKernelSetAttribute(ctypes.c_int(_CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES),
-                                        ctypes.c_int(nbytes), ctypes.c_void_p(int(kernel.handle)), dev),
-               f"cuKernelSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES, {nbytes})")
+        if lib.cuKernelSetAttribute(attr, ctypes.c_int(nbytes), handle, dev) != 0:
+            _check(lib.cuFuncSetAttribute(handle, attr, ctypes.c_int(nbytes)),
+                   f"cuKernelSetAttribute/cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES, {nbytes})")
 
 
 def _check(result: int, what: str) -> None:
