@@ -1,0 +1,261 @@
+"""A report a kernel engineer would forward: one self-contained HTML file (plots embedded as base64
+PNG, no external resource), or Markdown with the plots as PNG files beside it.
+
+Sections: where the numbers come from; the contract in brief; every solution's verdict; per-workload
+latency against the baseline, torch.compile and the reference, with speed-of-light fractions; the
+plots; the limits of the chosen kernel (validated shapes, dtypes and hardware, what was not tested);
+provenance (environment, versions, seeds, source hashes).
+"""
+
+from __future__ import annotations
+
+import base64
+from pathlib import Path
+
+from jinja2 import Environment
+
+from kernelcraft.report.data import COMPILE, ReportData, Row
+from kernelcraft.report.plots import PLOTS
+
+MAX_COLUMNS = 6  # kernel columns in the latency table
+
+
+def _f(x: float | None, spec: str = ".4f") -> str:
+    return "-" if x is None else format(x, spec)
+
+
+def _sol(x: float | None) -> str:
+    if x is None:
+        return ""
+    return f"{x:.0%}" if x >= 0.1 else f"{x:.2%}"
+
+
+def chosen(data: ReportData) -> Row | None:
+    """The kernel the limits are about: the run's promoted one, else the fastest that PASSED."""
+    if data.run and data.run.get("promoted") is not None:
+        for r in data.rows:
+            if r.candidate and r.candidate["id"] == data.run["promoted"]:
+                return r
+    passed = [r for r in data.kernels if r.result.status == "PASSED"]
+    return max(passed, key=lambda r: r.result.speedup_vs_baseline or 0, default=None)
+
+
+def _contract(data: ReportData) -> list[str]:
+    t = data.task
+    if t is None:
+        return [data.task_problem]
+    d, c = t.definition, t.contract
+    out = [f"{d.name} ({d.op_type}): {d.description or 'no description'}"]
+    out.append("axes: " + ", ".join(f"{n}={a.value}" if a.type == "const" else f"{n} (var)" for n, a in d.axes.items()))
+    for kind, specs in (("inputs", d.inputs), ("outputs", d.outputs)):
+        out.append(f"{kind}: " + ", ".join(
+            f"{n} {s.dtype}{list(s.shape) if s.shape is not None else ' scalar'}" for n, s in specs.items()))
+    if d.constraints:
+        out.append("constraints: " + "; ".join(d.constraints))
+    for n, s in d.outputs.items():
+        tol = c.tolerance.for_output(n, s.dtype)
+        out.append(f"tolerance {n}: an element fails when |error| > {tol.atol:g} and > {tol.rtol:g} x |reference| "
+                   "(float64 reference)")
+    out.append(f"workloads: {len(t.workloads)}; holdout shapes per run: {c.generalization.holdouts}"
+               + (f" plus {len(c.generalization.shapes)} fixed" if c.generalization.shapes else ""))
+    out.append(f"promotion: every gate PASSED and x baseline >= {c.promotion.min_speedup_vs_baseline:g}"
+               + ("; a person's approval is required" if c.promotion.require_approval else ""))
+    out.append(f"timing: {c.timing.budget_ms:g} ms per function per workload, {c.timing.min_reps}-{c.timing.max_reps} reps; "
+               f"integrity: deterministic={c.integrity.deterministic}, allowed torch ops {c.integrity.allowed_torch_ops or 'none'}")
+    if c.target_hardware:
+        out.append("target hardware: " + ", ".join(c.target_hardware))
+    return out
+
+
+def _verdicts(data: ReportData) -> list[dict]:
+    out = []
+    for r in data.rows:
+        res = r.result
+        wl = [w for w in res.workloads]
+        out.append({
+            "label": r.label, "status": res.status, "gate": res.gate or "",
+            "x_baseline": _f(res.speedup_vs_baseline, ".3f"), "x_reference": _f(res.speedup_vs_reference, ".3f"),
+            "promotable": "yes" if res.promotable else "no",
+            "workloads": f"{sum(w.status == 'PASSED' for w in wl)}/{len(wl)}",
+            "holdouts": f"{sum(h.status == 'PASSED' for h in res.holdouts)}/{len(res.holdouts)}" if res.holdouts else "not run",
+            "reason": (res.reason.strip().splitlines() or [""])[0][:240],
+        })
+    return out
+
+
+def _latency(data: ReportData) -> tuple[list[str], list[list[str]]]:
+    kernels = sorted(data.kernels, key=lambda r: -(r.result.speedup_vs_baseline or 0))[:MAX_COLUMNS]
+    promoted = chosen(data)
+    if promoted is not None and promoted not in kernels:
+        kernels.append(promoted)
+    comp = data.compile_row
+    header = ["workload", *[r.label for r in kernels], "baseline.py", COMPILE, "reference"]
+    rows = []
+    for uuid, axes in data.workload_order():
+        cells = [f"{uuid[:8]} " + ", ".join(f"{k}={v}" for k, v in axes.items())]
+        base = ref = None
+        for r in kernels:
+            w = next((w for w in r.result.workloads if w.uuid == uuid), None)
+            if w is None:
+                cells.append("")
+                continue
+            sol = getattr(w, "sol", None)
+            cell = _f(w.latency_ms) if w.status == "PASSED" and w.latency_ms else w.status.lower()
+            if sol is not None and w.status == "PASSED":
+                cell += f" ({_sol(sol)} sol)"
+            cells.append(cell)
+            base, ref = base or w.baseline_latency_ms, ref or w.reference_latency_ms
+        for r in data.rows:  # the baseline's and reference's latency from any row that has them
+            w = next((w for w in r.result.workloads if w.uuid == uuid), None)
+            if w is not None:
+                base, ref = base or w.baseline_latency_ms, ref or w.reference_latency_ms
+        cw = next((w for w in comp.result.workloads if w.uuid == uuid), None) if comp else None
+        cells += [_f(base), _f(cw.latency_ms) if cw and cw.latency_ms else ("not measured" if comp is None else "-"),
+                  _f(ref)]
+        rows.append(cells)
+    return header, rows
+
+
+def _limits(data: ReportData) -> tuple[str, list[str]]:
+    from kernelcraft.review.limits import envelope, not_tested
+
+    row = chosen(data)
+    notes = list(data.notes)
+    if data.compile_row is None:
+        notes.append("torch.compile was not measured in these records (kernelcraft eval --with-compile adds it)")
+    if not data.first.calibration:
+        notes.append("no calibration in the record: speed-of-light fractions and the roofline ceiling are absent")
+    if row is None:
+        return "No kernel passed every gate: nothing is validated.", notes
+    if data.task is None:
+        return f"Limits of {row.label}: unknown without the task folder.", notes
+    env = envelope(data.task, row.report, row.result)
+    return f"Limits of {row.label}", not_tested(data.task, row.report, row.result, env) + notes
+
+
+def _provenance(data: ReportData) -> list[dict]:
+    seen, out = set(), []
+    for r in data.rows:
+        rep = r.report
+        key = (rep.seed, rep.timestamp)
+        if key not in seen:
+            seen.add(key)
+            e = rep.environment
+            out.append({"what": f"evaluation at {rep.timestamp}", "text": (
+                f"seed {rep.seed}; {e.get('hardware')} ({rep.device}); {rep.harness_version}, {rep.timing_version}; "
+                f"libs {', '.join(f'{k} {v}' for k, v in (e.get('libs') or {}).items())}; "
+                f"device {', '.join(f'{k} {v}' for k, v in (e.get('device_info') or {}).items())}; host {e.get('host', '?')}"
+                + (f"; calibration {rep.calibration.get('fingerprint')} ({rep.calibration.get('copy_gbs', 0):,.0f} GB/s copy)"
+                   if rep.calibration else "; no calibration"))})
+    for r in data.rows:
+        res = r.result
+        out.append({"what": r.label, "text": f"{res.language or '?'} {res.entry_point}, source sha256 {res.source_hash or '?'}, "
+                    f"from {res.path or '?'}, author {res.author or '?'}, evaluated in {res.wall_s:.1f} s"})
+    return out
+
+
+def context(data: ReportData) -> dict:
+    header, lat_rows = _latency(data)
+    limits_title, limits = _limits(data)
+    plots = []
+    for key, (fn, title, missing) in PLOTS.items():
+        png = fn(data)
+        plots.append({"key": key, "title": title, "png": png, "missing": missing})
+    rep = data.first
+    method = next((w.timing.get("method") for r in data.rows for w in r.result.workloads if w.timing), None)
+    return {
+        "title": f"kernelcraft report: {data.task_name}",
+        "source": data.source,
+        "device": f"{rep.environment.get('hardware')} ({rep.device})",
+        "timing": method or "not timed",
+        "contract": _contract(data),
+        "verdicts": _verdicts(data),
+        "lat_header": header, "lat_rows": lat_rows,
+        "plots": plots,
+        "limits_title": limits_title, "limits": limits,
+        "provenance": _provenance(data),
+        "run": data.run,
+    }
+
+
+HTML = """<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>{{ c.title }}</title>
+<style>
+body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 1200px; color: #222; }
+table { border-collapse: collapse; margin: 0.5em 0 1.5em; font-size: 13px; }
+th, td { border: 1px solid #ccc; padding: 3px 7px; text-align: left; vertical-align: top; }
+td.num { text-align: right; font-variant-numeric: tabular-nums; }
+.PASSED { color: #2e7d32; font-weight: 600; } .SKIPPED { color: #b26a00; } .bad { color: #c62828; font-weight: 600; }
+figure { margin: 1em 0; } figcaption { font-weight: 600; } .missing { color: #777; font-style: italic; }
+code { background: #f4f4f4; padding: 0 3px; }
+</style></head><body>
+<h1>{{ c.title }}</h1>
+<p>From {{ c.source }}. Device: {{ c.device }}. Timing: {{ c.timing }} (medians).</p>
+{% if c.run %}<p>Run {{ c.run.run_id }} with {{ c.run.agent }}: {{ c.run.candidates | length }} candidates,
+promoted: {{ c.run.promoted if c.run.promoted is not none else "none" }}{% if c.run.awaiting_approval %};
+awaiting a person's approval: {{ c.run.awaiting_approval | join(", ") }}{% endif %}.</p>{% endif %}
+<h2>Contract</h2>
+<ul>{% for line in c.contract %}<li>{{ line }}</li>{% endfor %}</ul>
+<h2>Verdicts</h2>
+<table><tr><th>solution</th><th>status</th><th>gate</th><th>x baseline</th><th>x reference</th><th>promotable</th>
+<th>workloads</th><th>holdouts</th><th>reason</th></tr>
+{% for v in c.verdicts %}<tr><td>{{ v.label }}</td>
+<td class="{{ v.status if v.status in ('PASSED', 'SKIPPED') else 'bad' }}">{{ v.status }}</td><td>{{ v.gate }}</td>
+<td class="num">{{ v.x_baseline }}</td><td class="num">{{ v.x_reference }}</td><td>{{ v.promotable }}</td>
+<td>{{ v.workloads }}</td><td>{{ v.holdouts }}</td><td>{{ v.reason }}</td></tr>{% endfor %}
+</table>
+<h2>Median latency per workload, ms</h2>
+<table><tr>{% for h in c.lat_header %}<th>{{ h }}</th>{% endfor %}</tr>
+{% for row in c.lat_rows %}<tr><td>{{ row[0] }}</td>{% for cell in row[1:] %}<td class="num">{{ cell }}</td>{% endfor %}</tr>{% endfor %}
+</table>
+<h2>Plots</h2>
+{% for p in c.plots %}<figure><figcaption>{{ p.title }}</figcaption>
+{% if p.png %}<img alt="{{ p.title }}" src="data:image/png;base64,{{ p.b64 }}">
+{% else %}<p class="missing">Not drawn: {{ p.missing }}.</p>{% endif %}</figure>{% endfor %}
+<h2>{{ c.limits_title }}</h2>
+<ul>{% for line in c.limits %}<li>{{ line }}</li>{% endfor %}</ul>
+<h2>Provenance</h2>
+<table>{% for p in c.provenance %}<tr><td>{{ p.what }}</td><td>{{ p.text }}</td></tr>{% endfor %}</table>
+</body></html>
+"""
+
+
+def to_html(ctx: dict) -> str:
+    for p in ctx["plots"]:
+        p["b64"] = base64.b64encode(p["png"]).decode() if p["png"] else ""
+    return Environment(autoescape=True).from_string(HTML).render(c=ctx)
+
+
+def _md_cell(text: str) -> str:
+    return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def to_markdown(ctx: dict, md_path: Path) -> str:
+    """Markdown; each plot is written as ``<stem>_<plot>.png`` beside ``md_path``."""
+    L = [f"# {ctx['title']}", "", f"From {ctx['source']}. Device: {ctx['device']}. Timing: {ctx['timing']} (medians).", ""]
+    run = ctx["run"]
+    if run:
+        L += [f"Run {run['run_id']} with {run['agent']}: {len(run['candidates'])} candidates, promoted: "
+              f"{run['promoted'] if run['promoted'] is not None else 'none'}"
+              + (f"; awaiting approval: {', '.join(map(str, run['awaiting_approval']))}" if run.get("awaiting_approval") else "")
+              + ".", ""]
+    L += ["## Contract", "", *[f"- {_md_cell(x)}" for x in ctx["contract"]], "", "## Verdicts", "",
+          "| solution | status | gate | x baseline | x reference | promotable | workloads | holdouts | reason |",
+          "|---|---|---|---|---|---|---|---|---|"]
+    for v in ctx["verdicts"]:
+        L.append("| " + " | ".join(_md_cell(v[k]) for k in ("label", "status", "gate", "x_baseline", "x_reference",
+                                                               "promotable", "workloads", "holdouts", "reason")) + " |")
+    L += ["", "## Median latency per workload, ms", "", "| " + " | ".join(map(_md_cell, ctx["lat_header"])) + " |",
+          "|" + "---|" * len(ctx["lat_header"])]
+    L += ["| " + " | ".join(map(_md_cell, row)) + " |" for row in ctx["lat_rows"]]
+    L += ["", "## Plots", ""]
+    for p in ctx["plots"]:
+        if p["png"]:
+            name = f"{md_path.stem}_{p['key']}.png"
+            (md_path.parent / name).write_bytes(p["png"])
+            L += [f"![{p['title']}]({name})", ""]
+        else:
+            L += [f"{p['title']}: not drawn: {p['missing']}.", ""]
+    L += [f"## {ctx['limits_title']}", "", *[f"- {_md_cell(x)}" for x in ctx["limits"]], "", "## Provenance", ""]
+    L += [f"- {_md_cell(p['what'])}: {_md_cell(p['text'])}" for p in ctx["provenance"]]
+    return "\n".join(L) + "\n"
