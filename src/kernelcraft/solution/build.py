@@ -207,6 +207,8 @@ def _build_kernelcraft(solution: Solution, device: str, workdir: Path) -> Callab
             kernels = load_kernels(built, torch.cuda.current_device() if index is None else index)
         except LoaderUnavailable as e:
             raise CannotRun(f"compiled for sm_{arch}, but {e}") from None
+        except Exception as e:  # noqa: BLE001 - the driver refused the cubin (no image for this GPU, ...)
+            raise BuildError(f"the cubins compiled but did not load on {device}: {type(e).__name__}: {e}") from None
         print(f"kernelcraft binding: loaded with {kernels.loader}", flush=True)
     else:
         kernels = offline_kernels(built)

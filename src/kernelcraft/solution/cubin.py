@@ -16,8 +16,8 @@ directory and renamed into place in one step (``os.replace``), so a parallel wor
 or a complete one. A reader re-hashes every cubin against the manifest: a truncated or corrupted
 entry is a miss, compiled again and replaced. Compile errors are not cached.
 
-This module imports neither torch nor a CUDA runtime: the static gate uses :func:`global_kernel_names`
-and :func:`referenced_kernels`, and a machine without a GPU still compiles (so compile errors surface).
+This module imports neither torch nor a CUDA runtime: the static gate uses :func:`launch_findings`,
+and a machine without a GPU still compiles (so compile errors surface).
 """
 
 from __future__ import annotations
