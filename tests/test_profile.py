@@ -195,7 +195,7 @@ def test_cli_build_failure_shows_the_compiler_message(tmp_path):
 
 # Records its argv and environment, runs the target the way ncu launches it, writes a report file,
 # and on --import prints the raw-page fixture. MODE: ok, badmetric (an unknown --metrics name fails
-# the collection before the target runs, as ncu does), nokernels (nothing inside the range).
+# the collection before the target runs, as ncu does), nokernels (the target's result, no report).
 FAKE_NCU = """#!{python}
 import json, os, subprocess, sys
 args = sys.argv[1:]
@@ -208,12 +208,13 @@ if "--import" in args:
 if {mode!r} == "badmetric" and "--metrics" in args:
     print("==ERROR== Failed to find metric l1tex__t_bytes_pipe_lsu_mem_local_op_ld.sum")
     sys.exit(1)
-target = args[args.index("-m") - 1:]
-rc = subprocess.run(target).returncode
-if {mode!r} == "nokernels":
+if {mode!r} == "nokernels":  # a target that launched nothing: no need to start one
+    job = json.load(open(args[-1]))
+    json.dump({{"status": "PROFILED", "check": {{"status": "PASSED"}}}}, open(job["result_path"], "w"))
     print("==WARNING== No kernels were profiled.")
-else:
-    open(args[args.index("--export") + 1] + ".ncu-rep", "wb").write(b"NVIDIA Nsight Compute report")
+    sys.exit(0)
+rc = subprocess.run(args[args.index("-m") - 1:]).returncode
+open(args[args.index("--export") + 1] + ".ncu-rep", "wb").write(b"NVIDIA Nsight Compute report")
 sys.exit(rc)
 """
 
@@ -295,6 +296,7 @@ def test_profile_on_gpu(solution, tmp_path):
     assert s["diagnosis"]
     if solution == "cuda_vec8":
         assert s["ptxas"]["kernels"] and all(k["registers"] > 0 for k in s["ptxas"]["kernels"])
-        assert {k["short_name"] for k in s["kernels"]} <= {k["short_name"] for k in s["ptxas"]["kernels"]}
+        # the kernel ncu saw is one ptxas reported (mangled names contain the plain function name)
+        assert any(k["short_name"].split("<")[0] in p["mangled"] for k in s["kernels"] for p in s["ptxas"]["kernels"])
     else:
         assert any((t["n_regs"] or 0) > 0 for t in s["triton_kernels"]), s["triton_kernels"]

@@ -101,9 +101,10 @@ def collect_command(ncu: str, report_base: str, target: list[str], full: bool = 
     cmd = [ncu, "--target-processes", "all", "--profile-from-start", "off",
            "--launch-count", str(LAUNCH_COUNT), "--export", report_base, "--force-overwrite"]
     if full:
-        cmd += ["--set", "full"]
-    for s in SECTIONS:
-        cmd += ["--section", s]
+        cmd += ["--set", "full"]  # holds every section below, and source counters for the GUI
+    else:
+        for s in SECTIONS:
+            cmd += ["--section", s]
     if with_metrics:
         cmd += ["--metrics", ",".join(METRICS)]
     return cmd + target
@@ -263,7 +264,9 @@ def summarize(launches: list[Launch]) -> list[KernelProfile]:
         limits = {}
         for la in ls:
             for n, v in la.metrics.items():
-                if n.startswith("launch__occupancy_limit_") and v is not None:
+                # blocks per SM each resource allows; 0 would mean the kernel could not launch at
+                # all, so a 0 is a limit that does not apply to this launch
+                if n.startswith("launch__occupancy_limit_") and v:
                     limits.setdefault(n.removeprefix("launch__occupancy_limit_"), []).append(v)
         dur = values.pop("duration_ns")
         durations = [_first(la.metrics, _NAMES["duration_ns"]) for la in ls]

@@ -183,11 +183,11 @@ def _run_ncu(prof: Profile, ncu: str, task: Task, solution: Solution, w: Workloa
     prof.ncu.update(ran=True, commands=commands)
     result = json.loads((out / "target.json").read_text()) if (out / "target.json").exists() else None
     prof.target = result or {}
+    hint = ""
+    if "ERR_NVGPUCTRPERM" in log_text:
+        hint = (" (fix: GPU performance counters are restricted to admin users: run as root or set the "
+                "nvidia module option NVreg_RestrictProfilingToAdminUsers=0)")
     if result is None:
-        hint = ""
-        if "ERR_NVGPUCTRPERM" in log_text:
-            hint = (" (fix: GPU performance counters are restricted to admin users: run as root or set the "
-                    "nvidia module option NVreg_RestrictProfilingToAdminUsers=0)")
         tail = "\n".join(log_text.splitlines()[-40:])
         raise ProfileError(f"the profiled process left no result{hint}; ncu's log ({out / 'ncu.log'}):\n{tail}", 1)
     if result["status"] in ("COMPILE_ERROR", "SKIPPED"):
@@ -197,7 +197,7 @@ def _run_ncu(prof: Profile, ncu: str, task: Task, solution: Solution, w: Workloa
     report = out / "report.ncu-rep"
     if not report.exists():
         why = "no kernel ran inside the profiled range" if "No kernels were profiled" in log_text else errors
-        raise ProfileError(f"ncu wrote no report: {why or 'see ' + str(out / 'ncu.log')}", 1)
+        raise ProfileError(f"ncu wrote no report{hint}: {why or 'see ' + str(out / 'ncu.log')}", 1)
     prof.ncu["report"] = str(report)
     imp = _ncu.import_command(ncu, str(report))
     prof.ncu["commands"].append(imp)
