@@ -9,6 +9,7 @@ current stream with either loader.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import stat
@@ -16,6 +17,7 @@ import subprocess
 import sys
 import textwrap
 import time
+import types
 import uuid
 from pathlib import Path
 
@@ -23,6 +25,7 @@ import numpy as np
 import pytest
 import torch
 
+from kernelcraft.solution import cuda_binding
 from kernelcraft.solution.build import BuildError, CannotRun, _toolchain_tag, _write_if_changed, build
 from kernelcraft.solution.cubin import (
     compile_cubins,
@@ -31,7 +34,7 @@ from kernelcraft.solution.cubin import (
     launch_findings,
     parse_ptx_entries,
 )
-from kernelcraft.solution.cuda_binding import offline_kernels
+from kernelcraft.solution.cuda_binding import LoaderUnavailable, load_kernels, offline_kernels
 from kernelcraft.solution.model import SourceFile, load_solution
 
 from conftest import ROOT, TASKS, eval_json, kc, small_task
@@ -195,9 +198,15 @@ def test_ptx_parameter_forms():
 
 
 @pytest.fixture(scope="module")
-def many(tmp_path_factory):
-    """The ``many`` kernel of SIG_CU, compiled once, without a device (argument checks need none)."""
-    return offline_kernels(compile_cubins(_sources(SIG_CU), "90", tmp_path_factory.mktemp("sig"))).many
+def sig_build(tmp_path_factory):
+    """SIG_CU compiled once for the module."""
+    return compile_cubins(_sources(SIG_CU), "90", tmp_path_factory.mktemp("sigbuild"))
+
+
+@pytest.fixture(scope="module")
+def many(sig_build):
+    """The ``many`` kernel of SIG_CU without a device (argument checks need none)."""
+    return offline_kernels(sig_build).many
 
 
 @needs_nvcc
@@ -244,8 +253,8 @@ def test_launch_configuration_is_checked_before_launching(many):
 
 
 @needs_nvcc
-def test_unknown_kernel_name_lists_the_ones_there(tmp_path):
-    kernels = offline_kernels(compile_cubins(_sources(SIG_CU), "90", tmp_path))
+def test_unknown_kernel_name_lists_the_ones_there(sig_build):
+    kernels = offline_kernels(sig_build)
     assert kernels.names == ("many",)
     with pytest.raises(AttributeError, match=r"no extern \"C\" __global__ kernel named 'templated'.*many.*mangled"):
         _ = kernels.templated
@@ -272,6 +281,123 @@ def test_static_launch_check():
     assert launch_findings(cu, {"l.py": ast.parse("def run(x):\n    kernels.a(1, 32, x)\n")}) == []
     found = launch_findings(cu, {"l.py": ast.parse("import torch\ndef run(x):\n    return torch.relu(x)\n")})
     assert len(found) == 1 and "never launched" in found[0] and "a, b" in found[0]
+
+
+# ---------------------------------------------------------------------------------------------
+# CPU: choosing the loader. Neither cuda.core nor CuPy is installed here; stand-ins with the
+# documented API shapes check the calls made and the fallback from one to the other.
+
+
+def _fake_cuda_core(calls: list, modern: bool = True) -> types.ModuleType:
+    core = types.ModuleType("cuda.core")
+
+    class Device:
+        def __init__(self, index):
+            calls.append(("Device", index))
+
+        def set_current(self):
+            calls.append(("set_current",))
+
+    class ObjectCode:
+        def get_kernel(self, name):
+            return f"kernel:{name}"
+
+    if modern:
+        ObjectCode.from_cubin = staticmethod(lambda data: calls.append(("from_cubin", data[:4])) or ObjectCode())
+
+    class Stream:
+        @staticmethod
+        def from_handle(h):
+            calls.append(("from_handle", h))
+            return f"stream:{h}"
+
+    class LaunchConfig:
+        def __init__(self, grid=None, block=None, shmem_size=None):
+            self.fields = (grid, block, shmem_size)
+
+    core.Device, core.ObjectCode, core.Stream, core.LaunchConfig = Device, ObjectCode, Stream, LaunchConfig
+    core.launch = lambda stream, config, kernel, *args: calls.append(("launch", stream, config.fields, kernel, args))
+    return core
+
+
+def _fake_cupy(calls: list) -> types.ModuleType:
+    cupy = types.ModuleType("cupy")
+    cupy.__version__ = "0.fake"
+
+    class Device:
+        def __init__(self, index):
+            calls.append(("Device", index))
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            return False
+
+    class RawModule:
+        def __init__(self, *, path):
+            calls.append(("RawModule", Path(path).read_bytes()[:4]))
+
+        def get_function(self, name):
+            return lambda grid, block, args, shared_mem=0, stream=None: calls.append(
+                ("launch", name, grid, block, args, shared_mem, stream))
+
+    cupy.cuda = types.SimpleNamespace(Device=Device, ExternalStream=lambda h: f"ext:{h}")
+    cupy.RawModule = RawModule
+    return cupy
+
+
+ARGS = (None, None, 5, 0.5, 7, 0.25, 1, np.float16(0))
+
+
+@needs_nvcc
+def test_no_loader_installed_is_a_clear_error(sig_build, monkeypatch):
+    if importlib.util.find_spec("cupy") or importlib.util.find_spec("cuda"):
+        pytest.skip("cuda.core or CuPy is installed here")
+    monkeypatch.delenv("KERNELCRAFT_CUDA_LOADER", raising=False)
+    with pytest.raises(LoaderUnavailable, match="cuda.core: ModuleNotFoundError.*; cupy: ModuleNotFoundError"):
+        load_kernels(sig_build, 0)
+    monkeypatch.setenv("KERNELCRAFT_CUDA_LOADER", "numba")
+    with pytest.raises(ValueError, match="use cuda.core, cupy or auto"):
+        load_kernels(sig_build, 0)
+
+
+@needs_nvcc
+def test_cuda_core_loader_calls(sig_build, monkeypatch):
+    calls = []
+    monkeypatch.setitem(sys.modules, "cuda", types.ModuleType("cuda"))
+    monkeypatch.setitem(sys.modules, "cuda.core", _fake_cuda_core(calls))
+    monkeypatch.setattr(cuda_binding, "_torch_stream_handle", lambda index: 0xBEEF)
+    monkeypatch.delenv("KERNELCRAFT_CUDA_LOADER", raising=False)
+    kernels = load_kernels(sig_build, 0)
+    assert kernels.loader.startswith("cuda.core")
+    assert calls == [("Device", 0), ("set_current",), ("from_cubin", b"\x7fELF")]
+    kernels.many(3, (32, 4), *ARGS)
+    kernels.many(3, (32, 4), *ARGS)
+    launches = [c for c in calls if c[0] == "launch"]
+    assert [c for c in calls if c[0] == "from_handle"] == [("from_handle", 0xBEEF)]  # one wrapper per stream
+    assert len(launches) == 2
+    _, stream, fields, kernel, args = launches[0]
+    assert (stream, fields, kernel) == ("stream:48879", ((3, 1, 1), (32, 4, 1), 0), "kernel:many")
+    assert [type(a) for a in args] == [np.uint64, np.uint64, np.uint32, np.float32, np.uint64, np.float64,
+                                       np.uint8, np.float16]
+
+
+@needs_nvcc
+def test_cupy_loader_calls_and_fallback_from_an_old_cuda_core(sig_build, monkeypatch):
+    calls = []
+    monkeypatch.setitem(sys.modules, "cuda", types.ModuleType("cuda"))
+    monkeypatch.setitem(sys.modules, "cuda.core", _fake_cuda_core([], modern=False))  # no from_cubin
+    monkeypatch.setitem(sys.modules, "cupy", _fake_cupy(calls))
+    monkeypatch.setattr(cuda_binding, "_torch_stream_handle", lambda index: 77)
+    monkeypatch.delenv("KERNELCRAFT_CUDA_LOADER", raising=False)
+    kernels = load_kernels(sig_build, 1)
+    assert kernels.loader == "cupy 0.fake"
+    kernels.many(2, 64, *ARGS, shared_mem=1024)
+    assert calls[:2] == [("Device", 1), ("RawModule", b"\x7fELF")]
+    _, name, grid, block, args, smem, stream = calls[-1]
+    assert (name, grid, block, smem, stream) == ("many", (2, 1, 1), (64, 1, 1), 1024, "ext:77")
+    assert isinstance(args, tuple) and args[2] == np.uint32(5) and type(args[3]) is np.float32
 
 
 # ---------------------------------------------------------------------------------------------
