@@ -21,8 +21,9 @@ from kernelcraft.ledger.store import Base
 from kernelcraft.web.models import WebBase
 
 from conftest import ROOT
+from web_support import DATABASES, fresh_database
 
-pytest_plugins = ["web_support"]
+db_url = pytest.fixture(params=DATABASES)(fresh_database)
 
 
 def _diff(url: str) -> list:

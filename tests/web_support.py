@@ -1,7 +1,7 @@
-"""Fixtures and helpers of the web app's tests (tests/test_web*.py), loaded with
-``pytest_plugins = ["web_support"]``.
+"""Helpers of the web app's tests (tests/test_web*.py).
 
-``db_url`` runs a test on a fresh SQLite file and on a fresh database of a real PostgreSQL server.
+:func:`fresh_database`, made a fixture in each module with
+``db_url = pytest.fixture(params=DATABASES)(fresh_database)``, runs a test on a fresh SQLite file and on a fresh database of a real PostgreSQL server.
 The server is named by ``KERNELCRAFT_TEST_POSTGRES`` (a SQLAlchemy URL whose user may CREATE
 DATABASE; ``.ci/run`` starts one with ``scripts/postgres_for_tests.sh``). Without it the PostgreSQL
 cases skip, saying so, except under CI (``CI=true``), where they fail: CI must run them.
@@ -40,8 +40,10 @@ def _pg_admin_url() -> str:
     return url
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
-def db_url(request, tmp_path):
+DATABASES = ["sqlite", "postgresql"]
+
+
+def fresh_database(request, tmp_path):
     """A fresh, empty database: a SQLite file, or a new database on the PostgreSQL server."""
     if request.param == "sqlite":
         yield f"sqlite:///{tmp_path / 'ledger.db'}"

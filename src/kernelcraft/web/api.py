@@ -21,6 +21,7 @@ from kernelcraft.errors import InputError
 from kernelcraft.ledger.store import Candidate, Run
 from kernelcraft.web import auth, leaderboard, service
 from kernelcraft.web.app import check_csrf, current_account, db
+from kernelcraft.web.limits import too_large
 from kernelcraft.web.models import STATES, Account
 from kernelcraft.web.upload import check_folder, extract_zip
 
@@ -176,7 +177,7 @@ async def submit(request: Request, file: UploadFile = File(...), me: Account | N
     limit = request.app.state.settings.max_upload_bytes
     data = await file.read(limit + 1)
     if len(data) > limit:
-        return JSONResponse({"detail": f"upload larger than {limit / (1 << 20):g} MiB; nothing was stored"}, 413)
+        return JSONResponse({"detail": too_large(limit)}, 413)
     with tempfile.TemporaryDirectory(prefix="kc_upload_") as tmp:
         try:
             checked = check_folder(extract_zip(data, Path(tmp)))

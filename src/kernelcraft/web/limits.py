@@ -12,16 +12,19 @@ import json
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 
+def too_large(limit_bytes: int) -> str:
+    return (f"The upload is larger than this server accepts ({limit_bytes / (1 << 20):.2g} MiB). Nothing was "
+            "stored. Leave large files (e.g. safetensors inputs) out of the task folder, or ask the operator "
+            "to start `kernelcraft serve` with a larger --max-upload-mb.")
+
+
 class BodyLimit:
     def __init__(self, app: ASGIApp, max_bytes: int):
         self.app = app
         self.max_bytes = max_bytes
 
     def _message(self) -> str:
-        mib = self.max_bytes / (1 << 20)
-        return (f"The request is larger than this server accepts ({mib:g} MiB). Nothing was stored. "
-                "Leave large files (e.g. safetensors inputs) out of the task folder, or ask the operator "
-                "to start `kernelcraft serve` with a larger --max-upload-mb.")
+        return too_large(self.max_bytes)
 
     async def _reject(self, scope: Scope, send: Send) -> None:
         wants_json = scope["path"].startswith("/api/")

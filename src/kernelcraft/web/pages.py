@@ -16,6 +16,7 @@ from kernelcraft.errors import InputError
 from kernelcraft.ledger.store import Candidate, Run, TaskRow
 from kernelcraft.web import auth, leaderboard, service, taskview
 from kernelcraft.web.app import check_csrf, current_account, db, render
+from kernelcraft.web.limits import too_large
 from kernelcraft.web.models import STATES, Account, EvalReportRow, WishRequest
 from kernelcraft.web.plot import best_so_far_svg, dag_tree
 from kernelcraft.web.upload import FILE_FIELDS, FORM_FILES, check_folder, extract_zip, folder_from_form
@@ -137,8 +138,7 @@ async def upload(request: Request, file: UploadFile = File(...), me: Account | N
     limit = request.app.state.settings.max_upload_bytes
     data = await file.read(limit + 1)
     if len(data) > limit:
-        return render(request, "submit.html", me, status=413, errors={}, values={}, zip_errors=[
-            f"upload.zip: larger than {limit / (1 << 20):g} MiB; nothing was stored"])
+        return render(request, "submit.html", me, status=413, errors={}, values={}, zip_errors=[too_large(limit)])
     with tempfile.TemporaryDirectory(prefix="kc_upload_") as tmp:
         try:
             folder = extract_zip(data, Path(tmp))
