@@ -312,6 +312,10 @@ def _print_run(result: dict) -> None:
                   _fmt(c["speedup_vs_baseline"], ".3f"), escape(c["strategy"][:80]))
     console.print(t)
     console.print(f"promoted: {result['promoted'] if result['promoted'] is not None else 'none'}")
+    if result.get("awaiting_approval"):
+        waiting = ", ".join(map(str, result["awaiting_approval"]))
+        console.print(f"awaiting approval (contract): {waiting}; kernelcraft review ID, then kernelcraft approve ID --by NAME",
+                      highlight=False)
 
 
 @ledger_app.command("show")
@@ -446,6 +450,217 @@ def calibrate_cmd(
     if json_path:
         save(cal, json_path)
         console.print(f"wrote {json_path}", highlight=False)
+
+
+# --- report, review, approve, export, e2e (issue 8); the logic lives in report/, review/, export/, e2e/ ---
+CANDIDATE_HELP = "a ledger candidate ID, or an evaluation record (.json) with --solution NAME"
+SOLUTION_HELP = "the solution's name in the evaluation record (default: its only candidate)"
+TASK_HELP = "the task folder, when the record's task_dir or the ledger's path has moved"
+
+
+@app.command("report")
+def report_cmd(
+    target: Annotated[Path | None, typer.Argument(help="an evaluation record (.json), or a task folder (its latest ledger run)")] = None,
+    run: Annotated[int | None, typer.Option(help="report this ledger run (best-so-far and DAG plots included)")] = None,
+    record: Annotated[list[Path] | None, typer.Option(help="another record of the same task (repeatable)")] = None,
+    task: Annotated[Path | None, typer.Option(help=TASK_HELP)] = None,
+    db: Annotated[str | None, typer.Option(help=DB_HELP)] = None,
+    html: Annotated[Path | None, typer.Option(help="write the HTML report here (default: <task name>.html)")] = None,
+    md: Annotated[Path | None, typer.Option(help="write a Markdown report here (plots as PNG files beside it)")] = None,
+) -> None:
+    """A report to forward: contract, verdicts, latencies, plots, limits and provenance."""
+    from kernelcraft.report.command import gather, write
+
+    try:
+        paths = write(gather(target, run, record or [], task, db), html, md)
+    except InputError as e:
+        _fail_input(e)
+    for p in paths:
+        console.print(f"wrote {p}", highlight=False)
+
+
+@app.command("summary")
+def summary_cmd(
+    records: Annotated[list[Path], typer.Argument(help="evaluation records, or folders of them (results/<gpu>/)")],
+    out: Annotated[Path | None, typer.Option(help="write here (e.g. results/h200/SUMMARY.md) instead of printing")] = None,
+) -> None:
+    """One Markdown page over a set of evaluation records."""
+    import shlex
+    import sys
+
+    from kernelcraft.report.summary import summary_markdown
+
+    command = "kernelcraft " + " ".join(shlex.quote(a) for a in sys.argv[1:])
+    try:
+        text = summary_markdown(records, command)
+    except InputError as e:
+        _fail_input(e)
+    if out is None:
+        print(text, end="")
+    else:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(text)
+        console.print(f"wrote {out}", highlight=False)
+
+
+@app.command("review")
+def review_cmd(
+    candidate: Annotated[str, typer.Argument(help=CANDIDATE_HELP)],
+    solution: Annotated[str | None, typer.Option(help=SOLUTION_HELP)] = None,
+    task: Annotated[Path | None, typer.Option(help=TASK_HELP)] = None,
+    db: Annotated[str | None, typer.Option(help=DB_HELP)] = None,
+    out: Annotated[Path | None, typer.Option(help="write the bundle (review.md, sources/, *.patch, evaluation.json) into this folder")] = None,
+) -> None:
+    """What to read before approving: source, diffs, verdicts, profile, limits."""
+    from kernelcraft.ledger import Ledger
+    from kernelcraft.review.bundle import render, write
+    from kernelcraft.review.candidate import resolve
+
+    try:
+        r = resolve(candidate, solution, db, task)
+    except InputError as e:
+        _fail_input(e)
+    ledger = Ledger(db)
+    if out is None:
+        print(render(r, ledger)[0], end="")
+    else:
+        console.print(f"wrote {write(r, ledger, out)}", highlight=False)
+
+
+@app.command("approve")
+def approve_cmd(
+    candidate: Annotated[str, typer.Argument(help=CANDIDATE_HELP)],
+    by: Annotated[str, typer.Option(help="who approves (recorded with the exact source hash)")],
+    note: Annotated[str, typer.Option(help="why, in a sentence")] = "",
+    solution: Annotated[str | None, typer.Option(help=SOLUTION_HELP)] = None,
+    task: Annotated[Path | None, typer.Option(help=TASK_HELP)] = None,
+    db: Annotated[str | None, typer.Option(help=DB_HELP)] = None,
+) -> None:
+    """Record a person's approval of a candidate that PASSED (promotes it where the contract waits for one)."""
+    from kernelcraft.ledger import Ledger
+    from kernelcraft.review.approve import approve
+    from kernelcraft.review.candidate import resolve
+
+    try:
+        r = resolve(candidate, solution, db, task)
+        ledger = Ledger(db)
+        outcome = approve(r, ledger, by, note)
+    except InputError as e:
+        _fail_input(e)
+    console.print(f"approval {outcome.approval_id}: {r.label} (source {r.solution.source_hash[:12]}) by {by}: "
+                  f"{outcome.note}", highlight=False, markup=False)
+
+
+@app.command("export")
+def export_cmd(
+    candidate: Annotated[str, typer.Argument(help=CANDIDATE_HELP)],
+    dest: Annotated[Path, typer.Argument(help="a new folder for the export")],
+    format: Annotated[str, typer.Option("--format", help="torch-op, hf-kernels or fib")],
+    solution: Annotated[str | None, typer.Option(help=SOLUTION_HELP)] = None,
+    task: Annotated[Path | None, typer.Option(help=TASK_HELP)] = None,
+    db: Annotated[str | None, typer.Option(help=DB_HELP)] = None,
+    name: Annotated[str | None, typer.Option(help="package (torch-op) or kernel (hf-kernels) name; default from the task")] = None,
+    exact_shapes: Annotated[bool, typer.Option("--exact-shapes", help="dispatch only on the exact var-axis values that ran, not their range")] = False,
+) -> None:
+    """Package a validated candidate: a torch.library op package, a Hugging Face kernels repo, or FlashInfer-Trace."""
+    from kernelcraft.export import export
+    from kernelcraft.review.candidate import resolve
+
+    try:
+        r = resolve(candidate, solution, db, task)
+        out = export(r, format, dest, db=db, name=name, exact_shapes=exact_shapes)
+    except InputError as e:
+        _fail_input(e)
+    env = out.pop("envelope", None)
+    for k, v in out.items():
+        console.print(f"  {k}: {v}", highlight=False, markup=False)
+    if env:
+        var = ", ".join(f"{a} in [{x['min']}, {x['max']}]" for a, x in env["var_axes"].items())
+        console.print(f"  dispatches to the kernel on {env['device_type']} ({env['hardware']}), "
+                      f"{', '.join(f'{k} {v}' for k, v in env['dtypes'].items())}, {var or 'fixed shapes'}; "
+                      "elsewhere the reference", highlight=False, markup=False)
+
+
+@app.command("e2e")
+def e2e_cmd(
+    candidate: Annotated[str | None, typer.Argument(help=CANDIDATE_HELP + " (or give --package)")] = None,
+    package: Annotated[str | None, typer.Option(help="an exported torch-op package: installed module name or export folder")] = None,
+    solution: Annotated[str | None, typer.Option(help=SOLUTION_HELP)] = None,
+    task: Annotated[Path | None, typer.Option(help=TASK_HELP)] = None,
+    db: Annotated[str | None, typer.Option(help=DB_HELP)] = None,
+    config: Annotated[str, typer.Option(help="model: llama-tiny (hidden 64) or llama3-8b (hidden 4096)")] = "llama3-8b",
+    layers: Annotated[int | None, typer.Option(help="decoder layers (default: the preset's, 2)")] = None,
+    batch: Annotated[int, typer.Option(help="sequences per forward")] = 1,
+    seq: Annotated[int, typer.Option(help="tokens per sequence")] = 512,
+    device: Annotated[str, typer.Option(help="cpu, cuda, cuda:N, or auto")] = "auto",
+    dtype: Annotated[str, typer.Option(help="the model's dtype (the kernel's validated one)")] = "bfloat16",
+    no_compile: Annotated[bool, typer.Option("--no-compile", help="skip the torch.compile rows")] = False,
+    compile_backend: Annotated[str, typer.Option(help="torch.compile backend (aot_eager: trace without code generation)")] = "inductor",
+    budget_ms: Annotated[float, typer.Option(help="measured time per timed function")] = 300.0,
+    json_path: Annotated[Path | None, typer.Option("--json", help="write the kc-e2e/1 record here")] = None,
+) -> None:
+    """An exported kernel inside a transformers model: end-to-end latency next to the Amdahl prediction."""
+    import tempfile
+
+    from kernelcraft.e2e.models import E2EError
+    from kernelcraft.e2e.run import E2EOptions, load_package, run_e2e
+
+    if (candidate is None) == (package is None):
+        err.print("give a CANDIDATE or --package, not both")
+        raise typer.Exit(2)
+    opts = E2EOptions(config=config, layers=layers, batch=batch, seq=seq, device=_device(device), dtype=dtype,
+                      compile=not no_compile, compile_backend=compile_backend, budget_ms=budget_ms)
+    try:
+        with tempfile.TemporaryDirectory(prefix="kc_e2e_") as tmp:
+            info = {}
+            if candidate is not None:
+                from kernelcraft.export import export
+                from kernelcraft.review.candidate import resolve
+
+                r = resolve(candidate, solution, db, task)
+                export(r, "torch-op", Path(tmp) / "export", db=db)
+                package = str(Path(tmp) / "export")
+                info = {"candidate": candidate, "evidence": r.evidence}
+            with console.status("building the model and measuring ..."):
+                record = run_e2e(load_package(package), opts, info)
+    except InputError as e:
+        _fail_input(e)
+    except E2EError as e:
+        err.print(f"[red]e2e[/]: {escape(str(e))}", highlight=False, soft_wrap=True)
+        raise typer.Exit(2) from None
+    _print_e2e(record)
+    if json_path:
+        json_path.parent.mkdir(parents=True, exist_ok=True)
+        json_path.write_text(json.dumps(record, indent=2) + "\n")
+        console.print(f"wrote {json_path}", highlight=False)
+
+
+def _print_e2e(rec: dict) -> None:
+    m, c, p = rec["model"], rec["correctness"], rec["prediction"]
+    console.print(f"{m['arch']} ({m['preset']}, {m['config']['num_hidden_layers']} layers, hidden {m['config']['hidden_size']}, "
+                  f"{m['params'] / 1e6:.1f}M params, {m['dtype']}, random weights) on {rec['environment']['hardware']}: "
+                  f"{m['batch']} x {m['seq']} tokens, {m['rmsnorm_modules_replaced']} RMSNorm modules replaced", highlight=False)
+    if not c["kernel_ran"]:
+        console.print(f"[bold red]the kernel never ran[/]: every call fell back to the reference "
+                      f"({escape(json.dumps(c['fallback_reasons']))}); these numbers measure the reference", highlight=False)
+    t = Table(title=f"forward latency, ms ({rec['timing_version']}, medians)")
+    for col in ("model", "median ms", "p25-p75", "x eager"):
+        t.add_column(col)
+    lat = rec["latency_ms"]
+    for k, v in lat.items():
+        t.add_row(k, f"{v['median_ms']:.4f}", f"{v['p25_ms']:.4f}-{v['p75_ms']:.4f}", f"{lat['eager']['median_ms'] / v['median_ms']:.3f}")
+    console.print(t)
+    iso = rec["isolated"]
+    console.print(f"op alone on {iso['shape']}: stock {iso['stock_ms']:.4f} ms, kernel {iso['kernel_ms']:.4f} ms: "
+                  f"{iso['speedup']:.3f}x", highlight=False)
+    share = f"{p['op_share']:.1%}" if p["op_share"] is not None else "unknown"
+    pred = f"{p['amdahl_speedup']:.3f}x" if p["amdahl_speedup"] is not None else "-"
+    console.print(f"op share of the model ({rec['profile']['basis']}): {share}; Amdahl predicts {pred}, "
+                  f"measured {rec['measured']['eager_speedup']:.3f}x (eager); from timed share "
+                  f"{p['timed_share']:.1%}: {p['amdahl_speedup_timed_share']:.3f}x", highlight=False)
+    console.print(f"logits: max |diff| {c['max_abs_logit_diff']:.4g} (max |logit| {c['max_abs_logit']:.4g}), "
+                  f"argmax agreement {c['argmax_agreement']:.1%}; kernel calls {c['kernel_calls']}, "
+                  f"fallbacks {c['fallback_calls']}", highlight=False)
 
 
 def _fmt(x: float | None, spec: str = ".3f") -> str:

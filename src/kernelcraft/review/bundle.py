@@ -51,10 +51,16 @@ def _num(x: float | None, spec: str = ".4f") -> str:
     return "-" if x is None else format(x, spec)
 
 
-def _profile_summary(raw: dict) -> list[str]:
-    prof = raw.get("profile")
+def _profile_summary(r: Resolved) -> list[str]:
+    """The evaluation's own profile, else the one `kernelcraft profile` left for this exact source."""
+    prof = r.raw_result.get("profile")
+    saved = (Path(".kernelcraft") / "profiles" / r.task.definition.name
+             / f"{r.solution.name}-{r.solution.source_hash[:12]}" / "summary.txt")
+    if not prof and saved.is_file():
+        return [f"From `{saved}` (kernelcraft profile):", "", "```text", saved.read_text().strip()[:6000], "```"]
     if not prof:
-        return ["No profile in this evaluation record."]
+        return [f"No profile in this evaluation record, and none at {saved} "
+                f"(`kernelcraft profile {r.task.root} SOLUTION` writes one on a CUDA machine)."]
     if isinstance(prof, dict):
         lines = []
         for k, v in prof.items():
@@ -109,7 +115,7 @@ def render(r: Resolved, ledger: Ledger | None) -> tuple[str, dict[str, str]]:
     failing = [w for w in [*res.workloads, *res.holdouts] if w.status not in ("PASSED", "SKIPPED") and w.reason]
     for w in failing[:3]:
         L += ["", f"{w.uuid[:8]}: {w.reason.strip()[:1500]}"]
-    L += ["", "## Profile", "", *_profile_summary(r.raw_result)]
+    L += ["", "## Profile", "", *_profile_summary(r)]
     L += ["", "## Limits: what was validated, and what was not", ""]
     L += [f"- {x}" for x in not_tested(task, rep, res, env)]
     L += ["", "## Source", ""]
