@@ -70,7 +70,8 @@ def load_package(spec: str):
     return pkg
 
 
-def _check_fit(pkg, config, opts: E2EOptions) -> None:
+def _check_fit(pkg, opts: E2EOptions, hidden_size: int | None = None) -> None:
+    """Refuse a model outside the kernel's envelope (device, dtype; the hidden size once it is built)."""
     info = pkg.export_info
     d, env = info["definition"], info["envelope"]
     if d.get("op_type") != "rmsnorm":
@@ -86,9 +87,9 @@ def _check_fit(pkg, config, opts: E2EOptions) -> None:
     if want != opts.dtype:
         problems.append(f"the kernel was validated for {want}, the model is {opts.dtype} (use --dtype {want})")
     hidden_axis = d["inputs"][tensors[1]]["shape"][0]
-    if hidden_axis in env["const_axes"] and env["const_axes"][hidden_axis] != config.hidden_size:
+    if hidden_size is not None and hidden_axis in env["const_axes"] and env["const_axes"][hidden_axis] != hidden_size:
         problems.append(f"the definition fixes {hidden_axis}={env['const_axes'][hidden_axis]}, the model's hidden size "
-                        f"is {config.hidden_size} (choose a --config with that hidden size)")
+                        f"is {hidden_size} (choose a --config with that hidden size)")
     if problems:
         raise E2EError("the model is outside the kernel's validated envelope, so every call would run the "
                        "reference: " + "; ".join(problems))
@@ -108,10 +109,11 @@ def run_e2e(pkg, opts: E2EOptions, kernel_info: dict | None = None) -> dict:
     if opts.device.startswith("cuda"):
         torch.cuda.set_device(torch.device(opts.device).index or 0)
     info = pkg.export_info
+    _check_fit(pkg, opts)
     scalars = info["envelope"]["scalars_tested"]
     eps = next(iter(scalars.values()))[0] if scalars else 1e-5
     stock, config = build_model(opts.config, opts.device, dtype, opts.layers, opts.seed, eps=float(eps))
-    _check_fit(pkg, config, opts)
+    _check_fit(pkg, opts, config.hidden_size)
     patched = copy.deepcopy(stock)
     replaced = place_rmsnorm(patched, pkg.op)
     g = torch.Generator().manual_seed(opts.seed)

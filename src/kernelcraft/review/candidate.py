@@ -89,11 +89,15 @@ def _from_ledger(cand_id: int, db: str | None, task_dir: Path | None) -> Resolve
         raise InputError(Problem("--task", str(task.root), f"is task {task.definition.name!r}, the candidate's is "
                                  f"{c.run.task.name!r}", "give that task's folder"))
     report = EvalReport.model_validate(c.evaluation)
+    sol = Solution.model_validate(c.solution)
+    if sol.source_hash != report.solutions[0].source_hash:
+        raise InputError(Problem("CANDIDATE", str(cand_id), f"its evaluation judged source {report.solutions[0].source_hash[:12]}, "
+                                 f"the ledger holds {sol.source_hash[:12]}", "evaluate the candidate again"))
     parent = None
     if c.parent_id is not None:
         p = ledger.candidate(c.parent_id)
         parent = Solution.model_validate(p.solution) if p is not None else None
-    return Resolved(task=task, solution=Solution.model_validate(c.solution), report=report, result=report.solutions[0],
+    return Resolved(task=task, solution=sol, report=report, result=report.solutions[0],
                     full=report, raw_result=c.evaluation["solutions"][0], evidence=f"ledger:{cand_id}", candidate_id=cand_id, run_id=c.run_id, parent=parent,
                     parent_id=c.parent_id)
 
