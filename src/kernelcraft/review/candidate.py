@@ -141,7 +141,7 @@ def _from_record(path: Path, name: str | None, task_dir: Path | None) -> Resolve
     if name == "baseline":
         sol = baseline_solution(task)
     else:
-        src = _find_source(Path(result.path), task)
+        src = _find_source(Path(result.path), Path(report.task_dir), task)
         if src is None:
             raise InputError(Problem(path, f"solutions.{name}.path", f"{result.path} not found (nor under {task.root})",
                                      "run from the folder the record was written in, or pass --task"))
@@ -156,8 +156,14 @@ def _from_record(path: Path, name: str | None, task_dir: Path | None) -> Resolve
                     evidence=str(path))
 
 
-def _find_source(p: Path, task: Task) -> Path | None:
-    for cand in (p, task.root / "solutions" / p.name, task.root / p.name):
+def _find_source(p: Path, recorded_task: Path, task: Task) -> Path | None:
+    """The solution where the record says, moved along with its task folder when --task moved it."""
+    candidates = [p]
+    try:
+        candidates.insert(0, task.root / p.relative_to(recorded_task))
+    except ValueError:
+        candidates.append(task.root / "solutions" / p.name)
+    for cand in candidates:
         if cand.exists():
             return cand
     return None

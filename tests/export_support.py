@@ -1,0 +1,98 @@
+"""Shared by test_report, test_review, test_export and test_e2e: one real CPU evaluation of a small
+RMSNorm task (hidden 64, so the tiny Llama of test_e2e fits its validated envelope), made once per
+test session, and ledger runs built from its records."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from conftest import ROOT, kc, small_task
+
+TRITON = "triton_rowwise"  # the Triton solution that passes
+WRONG = "slightly_off"  # a fixture that fails the correctness gate
+_CACHE: dict = {}
+
+
+def rms64_task(dest: Path, require_approval: bool = False) -> Path:
+    """tasks/rmsnorm with hidden_size 64 and three small workloads; optionally requiring approval."""
+    task = small_task("rmsnorm", dest, [{"batch_size": 1}, {"batch_size": 4}, {"batch_size": 8}])
+    d = json.loads((task / "definition.json").read_text())
+    d["axes"]["hidden_size"]["value"] = 64
+    d["constraints"] = [c.replace("4096", "64") for c in d["constraints"]]
+    (task / "definition.json").write_text(json.dumps(d, indent=2))
+    if require_approval:
+        with (task / "contract.toml").open("a") as f:
+            f.write("\n[promotion]\nrequire_approval = true\n")
+    return task
+
+
+def evaluated(tmp_path_factory) -> tuple[Path, Path]:
+    """(task folder, record): triton_rowwise PASSED and slightly_off failing, evaluated on the CPU."""
+    if "eval" not in _CACHE:
+        base = tmp_path_factory.mktemp("issue8")
+        task = rms64_task(base)
+        record = base / "rms64.json"
+        sols = [task / "solutions" / f"{TRITON}.py", task / "solutions" / "wrong" / f"{WRONG}.py"]
+        proc = kc("eval", task, *sols, "--device", "cpu", "--budget-ms", "20", "--json", record)
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        _CACHE["eval"] = (task, record)
+    return _CACHE["eval"]
+
+
+def solution_record(record: Path, name: str) -> dict:
+    rep = json.loads(record.read_text())
+    rep["solutions"] = [s for s in rep["solutions"] if s["name"] == name]
+    assert rep["solutions"], name
+    return rep
+
+
+def ledger_run(db_url: str, task: Path, record: Path) -> dict[str, int]:
+    """A finished run: slightly_off (root, failed) -> triton_rowwise (its child, PASSED), selected."""
+    from kernelcraft.agent.loop import select
+    from kernelcraft.ledger import Ledger
+    from kernelcraft.solution.model import load_solution
+    from kernelcraft.task import load_task
+
+    t = load_task(task)
+    ledger = Ledger(db_url)
+    run = ledger.new_run(t.definition.name, str(task), t.definition.to_json_dict(), "files:test", "cpu", 2, {})
+    ids: dict[str, int] = {"run": run}
+    parent = None
+    for name, path in ((WRONG, task / "solutions" / "wrong" / f"{WRONG}.py"), (TRITON, task / "solutions" / f"{TRITON}.py")):
+        sol = load_solution(path, t.definition.name)
+        cid = ledger.add_candidate(run, parent, "files:test", f"file {path.name}", "", sol.to_json_dict(), sol.source_hash)
+        ev = solution_record(record, name)
+        res = ev["solutions"][0]
+        ledger.record(cid, res["status"], res["gate"], res["reason"], res["speedup_vs_baseline"], "", ev)
+        ids[name] = parent = cid
+    select(ledger, run, t)
+    return ids
+
+
+def venv_with(wheel: Path, where: Path) -> Path:
+    """A fresh virtual environment (torch from the system site) with only this wheel installed."""
+    venv = where / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", "--without-pip", str(venv)], check=True)
+    py = venv / "bin" / "python"
+    proc = subprocess.run([str(py), "-m", "pip", "install", "-q", "--no-index", "--no-deps", str(wheel)],
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    return py
+
+
+def run_isolated(py: Path, script: str, cwd: Path, env: dict | None = None) -> subprocess.CompletedProcess:
+    """Run a script where kernelcraft cannot be imported: the package must stand on its own."""
+    guard = "import sys\nsys.modules['kernelcraft'] = None  # any import of kernelcraft fails\n"
+    f = cwd / "isolated_script.py"
+    f.write_text(guard + script)
+    e = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    e.update(env or {})
+    return subprocess.run([str(py), str(f)], capture_output=True, text=True, cwd=cwd, env=e, timeout=600)
+
+
+__all__ = ["ROOT", "TRITON", "WRONG", "evaluated", "kc", "ledger_run", "rms64_task", "run_isolated",
+           "solution_record", "venv_with"]
