@@ -25,20 +25,29 @@ class E2EError(Exception):
     """The model cannot be built or the kernel cannot be placed; the message says what to do."""
 
 
-def build_model(preset: str, device: str, dtype: torch.dtype, layers: int | None = None, seed: int = 0,
-                eps: float = 1e-5):
+def _transformers():
     try:
-        from transformers import LlamaConfig, LlamaForCausalLM
+        import transformers
     except ImportError as e:
         raise E2EError(f"transformers is not installed ({e}); pip install transformers "
                        "(on a machine without network, bring its wheels: scripts/fetch_e2e_wheels.sh)") from None
+    return transformers
+
+
+def make_config(preset: str, layers: int | None = None, eps: float = 1e-5):
+    """The model's configuration (cheap: no weights), so the envelope is checked before building."""
     if preset not in PRESETS:
         raise E2EError(f"unknown model config {preset!r}; use one of {sorted(PRESETS)}")
     kw = dict(PRESETS[preset])
     if layers:
         kw["num_hidden_layers"] = layers
-    config = LlamaConfig(rms_norm_eps=eps, **kw)
+    config = _transformers().LlamaConfig(rms_norm_eps=eps, **kw)
     config._attn_implementation = "sdpa"
+    return config
+
+
+def build_model(config, device: str, dtype: torch.dtype, seed: int = 0):
+    LlamaForCausalLM = _transformers().LlamaForCausalLM
     torch.manual_seed(seed)
     prev = torch.get_default_dtype()
     torch.set_default_dtype(dtype)
@@ -51,7 +60,7 @@ def build_model(preset: str, device: str, dtype: torch.dtype, layers: int | None
         for m in model.modules():
             if _is_rmsnorm(m):  # initialized to ones; random scales exercise the kernel's weight path
                 m.weight.normal_(1.0, 0.1)
-    return model.eval(), config
+    return model.eval()
 
 
 def _is_rmsnorm(m: torch.nn.Module) -> bool:

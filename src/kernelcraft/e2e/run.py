@@ -29,7 +29,7 @@ from pathlib import Path
 import torch
 
 from kernelcraft.e2e.measure import amdahl, op_share
-from kernelcraft.e2e.models import E2EError, build_model, place_rmsnorm, rmsnorm_modules
+from kernelcraft.e2e.models import E2EError, build_model, make_config, place_rmsnorm, rmsnorm_modules
 
 E2E_VERSION = "kc-e2e/1"
 DTYPES = {"bfloat16": torch.bfloat16, "float16": torch.float16, "float32": torch.float32}
@@ -112,8 +112,9 @@ def run_e2e(pkg, opts: E2EOptions, kernel_info: dict | None = None) -> dict:
     _check_fit(pkg, opts)
     scalars = info["envelope"]["scalars_tested"]
     eps = next(iter(scalars.values()))[0] if scalars else 1e-5
-    stock, config = build_model(opts.config, opts.device, dtype, opts.layers, opts.seed, eps=float(eps))
+    config = make_config(opts.config, opts.layers, eps=float(eps))
     _check_fit(pkg, opts, config.hidden_size)
+    stock = build_model(config, opts.device, dtype, opts.seed)
     patched = copy.deepcopy(stock)
     replaced = place_rmsnorm(patched, pkg.op)
     g = torch.Generator().manual_seed(opts.seed)
