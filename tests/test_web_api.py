@@ -65,8 +65,12 @@ def test_accounts_hashed_passwords_and_sessions(app, db_url):
     assert r.status_code == 400 and "8 to 256 characters" in r.text
     r = again.post("/signin", data={"username": "alice", "password": "wrong password", "csrf_token": t2})
     assert r.status_code == 401 and "wrong username or password" in r.text
-    r = again.post("/signin", data={"username": "alice", "password": PASSWORD, "csrf_token": t2})
-    assert r.status_code == 303 and "alice" in again.get("/wishlist").text
+    r = again.post("/signin?next=//evil.example/x", data={"username": "alice", "password": PASSWORD, "csrf_token": t2})
+    assert r.status_code == 303 and r.headers["location"] == "/wishlist"  # never off-site
+    assert "alice" in again.get("/wishlist").text
+    assert 'action="/signin?next=/wishlist/new"' in again.get("/signin?next=/wishlist/new").text.replace("%2F", "/")
+    r = again.post("/signin?next=/wishlist/new", data={"username": "alice", "password": PASSWORD, "csrf_token": t2})
+    assert r.headers["location"] == "/wishlist/new"
     assert c.post("/signout", data={"csrf_token": token}).status_code == 303
     assert "Sign in" in c.get("/wishlist").text
     assert len(snapshot(db_url)["web_sessions"]) == 1  # alice's other session lives on

@@ -32,6 +32,11 @@ def chromium() -> str:
 
 
 @pytest.fixture()
+def browser_exe() -> str:
+    return chromium()
+
+
+@pytest.fixture()
 def server(tmp_path):
     from kernelcraft.ledger import Ledger
     from kernelcraft.web.auth import create_account
@@ -63,7 +68,7 @@ def _order(page) -> list[str]:
     return page.locator("li.wish h2").all_inner_texts()
 
 
-def test_sign_up_submit_vote_and_read_a_leaderboard(server, tmp_path):
+def test_sign_up_submit_vote_and_read_a_leaderboard(browser_exe, server, tmp_path):
     from playwright.sync_api import sync_playwright
 
     base = server.url
@@ -74,7 +79,7 @@ def test_sign_up_submit_vote_and_read_a_leaderboard(server, tmp_path):
     shots = tmp_path / "shots"
     shots.mkdir()
     with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=chromium(), headless=True, args=CHROMIUM_ARGS)
+        browser = p.chromium.launch(executable_path=browser_exe, headless=True, args=CHROMIUM_ARGS)
         page = browser.new_page(viewport={"width": 1280, "height": 900})
         try:
             page.goto(f"{base}/wishlist")

@@ -118,6 +118,7 @@ def _out(item: service.Listed) -> RequestOut:
 
 
 def _session_response(s: Session, request: Request, acct: Account, status: int) -> JSONResponse:
+    auth.end_session(s, request.cookies.get(auth.SESSION_COOKIE))  # a client holds one session
     token = auth.start_session(s, acct)
     s.commit()
     body = AccountOut(username=acct.username, role=acct.role,

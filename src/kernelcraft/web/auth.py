@@ -21,6 +21,7 @@ import secrets
 from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError
 from sqlalchemy import delete, select
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from kernelcraft.web.models import Account, WebSession
@@ -60,7 +61,11 @@ def create_account(s: Session, username: str, password: str, role: str = "member
         raise AuthError("username", f"{username!r} is taken; sign in, or choose another name")
     acct = Account(username=username, password_hash=_hasher.hash(password), role=role)
     s.add(acct)
-    s.flush()
+    try:
+        s.flush()
+    except IntegrityError:  # the same name signed up concurrently
+        s.rollback()
+        raise AuthError("username", f"{username!r} is taken; sign in, or choose another name") from None
     return acct
 
 

@@ -43,22 +43,27 @@ def home() -> RedirectResponse:
 
 # --- accounts -------------------------------------------------------------------------------------
 
+def _next(request: Request) -> str:
+    """Where to go after signing in: a path on this site only (never //host or a full URL)."""
+    target = request.query_params.get("next", "")
+    return target if target.startswith("/") and not target.startswith("//") and "\\" not in target else "/wishlist"
+
+
 @router.get("/signup")
 def signup_page(request: Request, me: Account | None = Depends(current_account)):
-    return render(request, "account.html", me, mode="signup", errors={}, username="")
+    return render(request, "account.html", me, mode="signup", errors={}, username="", next=_next(request))
 
 
 @router.get("/signin")
 def signin_page(request: Request, me: Account | None = Depends(current_account)):
-    return render(request, "account.html", me, mode="signin", errors={}, username="")
+    return render(request, "account.html", me, mode="signin", errors={}, username="", next=_next(request))
 
 
 def _signed_in(request: Request, s: Session, acct: Account, status: int = 303) -> RedirectResponse:
+    auth.end_session(s, request.cookies.get(auth.SESSION_COOKIE))  # a client holds one session
     token = auth.start_session(s, acct)
     s.commit()
-    resp = RedirectResponse(request.query_params.get("next", "/wishlist") if request.query_params.get(
-        "next", "").startswith("/") and not request.query_params.get("next", "").startswith("//") else "/wishlist",
-        status_code=status)
+    resp = RedirectResponse(_next(request), status_code=status)
     resp.set_cookie(auth.SESSION_COOKIE, token, max_age=auth.SESSION_DAYS * 86400, httponly=True, samesite="lax",
                     secure=request.app.state.settings.secure_cookies)
     return resp
@@ -70,7 +75,7 @@ def signup(request: Request, username: str = Form(""), password: str = Form(""),
         acct = auth.create_account(s, username.strip(), password)
     except auth.AuthError as e:
         return render(request, "account.html", None, status=400, mode="signup", errors={e.field: str(e)},
-                      username=username)
+                      username=username, next=_next(request))
     return _signed_in(request, s, acct)
 
 
@@ -80,7 +85,7 @@ def signin(request: Request, username: str = Form(""), password: str = Form(""),
         acct = auth.authenticate(s, username.strip(), password)
     except auth.AuthError as e:
         return render(request, "account.html", None, status=401, mode="signin", errors={e.field: str(e)},
-                      username=username)
+                      username=username, next=_next(request))
     return _signed_in(request, s, acct)
 
 
