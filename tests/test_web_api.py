@@ -342,3 +342,22 @@ def test_api_sessions_and_documentation(app):
     page = c.get("/wishlist")
     assert "default-src 'self'" in page.headers["content-security-policy"]
     assert page.headers["x-frame-options"] == "DENY"
+
+
+def test_task_page_links_the_report_command_output(tmp_path):
+    from conftest import kc
+
+    reports = tmp_path / "reports"
+    reports.mkdir()
+    proc = kc("report", H200 / "rmsnorm.json", "--html", reports / "rmsnorm_bf16_h4096.html")
+    assert proc.returncode == 0, proc.stderr
+    app = create_app(Settings(db_url=f"sqlite:///{tmp_path / 'l.db'}", reports_dir=reports, secret=b"s"))
+    import_paths(app.state.ledger, [H200 / "rmsnorm.json", H200 / "softmax.json"])
+    c = client(app)
+    assert 'href="/tasks/rmsnorm_bf16_h4096/report"' in c.get("/tasks/rmsnorm_bf16_h4096").text
+    r = c.get("/tasks/rmsnorm_bf16_h4096/report")
+    assert r.status_code == 200 and "data:image/png;base64" in r.text
+    assert r.headers["content-security-policy"] == "sandbox"  # its markup cannot act on this site
+    assert "/report" not in c.get("/tasks/softmax_bf16").text.split("<main")[1].split("Leaderboard")[0]
+    assert c.get("/tasks/softmax_bf16/report").status_code == 404
+    assert c.get("/tasks/..%2F..%2Fetc%2Fpasswd/report").status_code == 404
