@@ -10,7 +10,7 @@ import io
 import math
 
 from matplotlib.figure import Figure
-from matplotlib.ticker import FuncFormatter
+from matplotlib.ticker import FuncFormatter, MaxNLocator
 
 from kernelcraft.report.data import COMPILE, ReportData
 
@@ -131,6 +131,7 @@ def best_so_far(data: ReportData) -> bytes | None:
         ax.annotate(str(c["id"]), (i, s if ok else 0.0), fontsize=6, xytext=(2, 3), textcoords="offset points")
     ax.step(xs, bests, where="post", color="black", lw=1.2, label="best passing so far")
     ax.axhline(1.0, color="gray", lw=0.8, ls="--", label="baseline")
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_xlabel("candidate (proposal order)")
     ax.set_ylabel("speedup over baseline (x)")
     ax.set_title(f"run {data.run['run_id']}: best so far (x = failed, at 0)")
