@@ -1,0 +1,90 @@
+"""kernelcraft review and approve: the bundle shows the source, the diff against the DAG parent and
+against what was promoted before (baseline.py when nothing was), the verdicts and the limits; only a
+candidate that passed can be approved; a contract with require_approval promotes nothing until a
+person approves, then promotes at once, and export waits for the approval too."""
+
+from __future__ import annotations
+
+import sqlite3
+
+import pytest
+from export_support import TRITON, WRONG, evaluated, kc, ledger_run, rms64_task
+
+
+@pytest.fixture(scope="module")
+def ev(tmp_path_factory):
+    return evaluated(tmp_path_factory)
+
+
+def test_review_bundle(ev, tmp_path):
+    task, record = ev
+    db = f"sqlite:///{tmp_path / 'l.db'}"
+    ids = ledger_run(db, task, record)
+    out = tmp_path / "bundle"
+    proc = kc("review", str(ids[TRITON]), "--db", db, "--out", out)
+    assert proc.returncode == 0, proc.stderr
+    text = (out / "review.md").read_text()
+    source = (task / "solutions" / f"{TRITON}.py").read_text()
+    assert source.strip() in text and (out / "sources" / f"{TRITON}.py").read_text() == source
+    assert f"# Review: candidate {ids[TRITON]} ({TRITON})" in text and "**PASSED** (every gate)" in text
+    # its parent is the slightly-off fixture: the diff shows what the child changed
+    parent = (task / "solutions" / "wrong" / f"{WRONG}.py").read_text()
+    patch = (out / "diff_parent.patch").read_text()
+    assert patch.startswith(f"--- candidate-{ids[WRONG]}/{WRONG}.py") or f"candidate-{ids[WRONG]}/" in patch
+    removed = {ln[1:] for ln in patch.splitlines() if ln.startswith("-") and not ln.startswith("---")}
+    assert removed and removed <= set(parent.splitlines())
+    # nothing of this task was promoted before this run's selection: the comparison is baseline.py
+    assert "## Diff against baseline.py (no solution of this task was promoted yet)" in text
+    assert "batch_size: run at" in text and "values outside that range were never run" in text
+    assert "inputs were contiguous" in text and "validated on the CPU" in text
+    seed = __import__("json").loads(record.read_text())["seed"]
+    assert f"--seed {seed}" in text and f"kernelcraft approve {ids[TRITON]} --by NAME" in text
+    assert "No profile in this evaluation record" in text
+    # printed without --out: the same Markdown
+    proc = kc("review", str(ids[WRONG]), "--db", db)
+    assert proc.returncode == 0 and "**INCORRECT_NUMERICAL** at gate `correctness`" in proc.stdout
+    proc = kc("review", "12345", "--db", db)
+    assert proc.returncode == 2 and "no candidate 12345" in proc.stderr
+
+
+def test_approve_only_what_passed(ev, tmp_path):
+    task, record = ev
+    db_file = tmp_path / "l.db"
+    db = f"sqlite:///{db_file}"
+    ids = ledger_run(db, task, record)
+    proc = kc("approve", str(ids[WRONG]), "--by", "ada", "--db", db)
+    assert proc.returncode == 2 and "did not pass the gauntlet (INCORRECT_NUMERICAL" in proc.stderr
+    proc = kc("approve", str(ids[TRITON]), "--by", "ada", "--note", "read it; limits fine", "--db", db)
+    assert proc.returncode == 0, proc.stderr
+    assert "does not require approval" in proc.stdout
+    # a solution of an evaluation record can be approved too: its hash and the record are kept
+    proc = kc("approve", record, "--solution", TRITON, "--task", task, "--by", "grace", "--db", db)
+    assert proc.returncode == 0, proc.stderr
+    with sqlite3.connect(db_file) as con:
+        rows = con.execute("SELECT candidate_id, by, note, source_hash, evidence FROM approvals ORDER BY id").fetchall()
+        cand_hash = con.execute("SELECT source_hash FROM candidates WHERE id = ?", (ids[TRITON],)).fetchone()[0]
+    assert rows[0][:3] == (ids[TRITON], "ada", "read it; limits fine") and rows[0][3] == cand_hash
+    assert rows[1][0] is None and rows[1][1] == "grace" and rows[1][3] == cand_hash and rows[1][4] == str(record)
+
+
+def test_contract_requiring_approval(ev, tmp_path):
+    _, record = ev
+    task = rms64_task(tmp_path / "gated", require_approval=True)
+    db = f"sqlite:///{tmp_path / 'l.db'}"
+    ids = ledger_run(db, task, record)  # evaluated under the same definition; this contract gates promotion
+    from kernelcraft.agent.loop import summary
+    from kernelcraft.ledger import Ledger
+    from kernelcraft.task import load_task
+
+    ledger = Ledger(db)
+    s = summary(ledger, ids["run"], load_task(task))
+    assert s["promoted"] is None and s["awaiting_approval"] == [ids[TRITON]]
+    proc = kc("export", str(ids[TRITON]), tmp_path / "op", "--format", "torch-op", "--db", db)
+    assert proc.returncode == 2 and "promotion.require_approval" in proc.stderr and "kernelcraft approve" in proc.stderr
+    proc = kc("approve", str(ids[TRITON]), "--by", "ada", "--db", db)
+    assert proc.returncode == 0 and f"candidate {ids[TRITON]} is now promoted in run {ids['run']}" in proc.stdout
+    assert ledger.run(ids["run"]).promoted_id == ids[TRITON]
+    proc = kc("export", str(ids[TRITON]), tmp_path / "fib", "--format", "fib", "--db", db)
+    assert proc.returncode == 0, proc.stderr
+    proc = kc("review", str(ids[TRITON]), "--db", db)
+    assert "a person's approval is required" in proc.stdout and "- ada at " in proc.stdout
