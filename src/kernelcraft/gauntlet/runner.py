@@ -183,6 +183,33 @@ class Runner:
                 return f"[input-mutation] the candidate modified its input {name!r} (inputs are read-only)"
         return check_outputs(outputs, list(self.d.outputs), args, names) if self.audit else ""
 
+    def _graph_mismatch(self, captured: tuple[object, object] | None, inputs: list[Any], axes: dict[str, int],
+                        outs: list[torch.Tensor] | None) -> str:
+        """The timed graph must compute what an eager call computes on the same inputs."""
+        if captured is None:
+            return ""
+        graph, returned = captured
+        if outs is not None:
+            for o in outs:
+                o.fill_(float("nan")) if o.dtype.is_floating_point else o.fill_(-1)
+            graph.replay()
+            self._sync()
+            replayed = _clone(outs)
+            eager = self._alloc_outputs(axes)
+            self.fn(*inputs, *eager)
+        else:
+            graph.replay()
+            self._sync()
+            replayed = _clone(normalize_outputs(returned, self.d))
+            eager = normalize_outputs(self.fn(*inputs), self.d)
+        self._sync()
+        for name, a, b in zip(self.d.outputs, replayed, eager, strict=True):
+            same, n = bitwise_equal(a, b)
+            if not same and self.task.contract.integrity.deterministic:
+                return (f"[graph-mismatch] output {name!r}: the CUDA graph the timer replays differs from an eager "
+                        f"call on the same inputs in {n} element(s): the timed work is not the checked work")
+        return ""
+
     def time(self, w: Workload, role: str, **policy: Any) -> dict:
         axes = self.d.axis_values(w.axes)
         inputs = make_inputs(self.task, w, self.seed, self.device)
@@ -191,6 +218,7 @@ class Runner:
             # The interpreter is slow; a handful of wall-clock samples is all a CPU row can claim.
             p["min_reps"] = min(p["min_reps"], 3)
         fns: dict[str, Callable[[], object]] = {}
+        outs = None
         if self.dps:
             outs = self._alloc_outputs(axes)
             fns["candidate"] = lambda: self.fn(*inputs, *outs)
@@ -199,11 +227,15 @@ class Runner:
         if role != "baseline":
             fns["baseline"] = lambda: self.baseline(*inputs)
         fns["reference"] = lambda: self.reference(*inputs)
+        graphs: dict[str, tuple[object, object]] = {}
         try:
             t = time_interleaved(fns, self.device, budget_ms=p["budget_ms"], min_reps=p["min_reps"],
-                                 max_reps=p["max_reps"], warmup=p["warmup"])
+                                 max_reps=p["max_reps"], warmup=p["warmup"], graphs=graphs)
+            mismatch = self._graph_mismatch(graphs.get("candidate"), inputs, axes, outs if self.dps else None)
         except BaseException as e:  # noqa: BLE001
             return {"status": "RUNTIME_ERROR", "gate": "timing", "reason": candidate_traceback(e)}
+        if mismatch and self.audit:
+            return {"status": "REJECTED", "gate": "timing", "reason": mismatch}
         if self.audit and self.tamper is not None and self.tamper.reason():
             return {"status": "REJECTED", "gate": "integrity", "reason": "during timing: " + self.tamper.reason()}
         cand = t["candidate"]

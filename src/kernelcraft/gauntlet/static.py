@@ -62,6 +62,7 @@ FORBIDDEN_ATTRS = {
     "manual_seed": ("seed-replay", "reseeds a generator"), "initial_seed": ("seed-replay", "reads the seed"),
     "seed": ("seed-replay", "reseeds the generator"), "get_rng_state": ("seed-replay", "reads generator state"),
     "set_rng_state": ("seed-replay", "sets generator state"),
+    "is_current_stream_capturing": ("harness-tamper", "behaves differently under the timer's graph capture"),
     "__builtins__": ("harness-tamper", "reaches builtins by name"), "__dict__": ("harness-tamper", "reads namespaces"),
     "__globals__": ("harness-tamper", "reads another function's globals"),
     "__subclasses__": ("harness-tamper", "walks the class tree"), "__code__": ("harness-tamper", "rewrites code"),

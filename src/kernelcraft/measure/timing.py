@@ -14,6 +14,13 @@ neither side always runs first.
   function whose tail exceeds the no-op's by ``escaped_ms`` left work running past its end event
   (another stream, a deferred launch). The device-wide sync sits between the end and the late
   event, so it costs the measured latency nothing.
+- CUDA graphs: after warm-up, each function is captured once into a CUDA graph and the timed call
+  replays it (``start -> graph.replay() -> end``), so a Python launch path (Triton's launcher,
+  torch's dispatcher: tens of microseconds) no longer leaks into the events of a kernel that runs
+  for a few. The L2 flush before every replay keeps its inputs cold, as in eager mode. A function
+  that cannot be captured (a host sync, a CPU op) is timed eagerly; ``method`` says which. The
+  caller gets the graphs back (``graphs=``) to check that the replayed work computes what an eager
+  call computes (a kernel that behaves differently under capture is caught there).
 - CPU: a wall clock (``time.perf_counter``) around each call, no flush. Labelled ``cpu-wall``;
   never mixed with GPU results.
 
@@ -39,7 +46,7 @@ from dataclasses import asdict, dataclass
 
 import torch
 
-TIMING_VERSION = "kc-timing/2"
+TIMING_VERSION = "kc-timing/2"  # events + L2 flush + CUDA-graph replay + tail, median-CI stopping
 WALL_FACTOR = 3.0
 NOOP = "__noop__"
 
@@ -51,6 +58,31 @@ _elapsed = torch.cuda.Event.elapsed_time
 _synchronize = torch.cuda.synchronize
 _fill = torch.Tensor.fill_
 _empty = torch.empty
+_CUDAGraph = torch.cuda.CUDAGraph
+_graph = torch.cuda.graph
+_replay = torch.cuda.CUDAGraph.replay
+_Stream = torch.cuda.Stream
+_stream = torch.cuda.stream
+_current_stream = torch.cuda.current_stream
+
+
+def capture(fn: Callable[[], object], device: str) -> tuple[object | None, object, str]:
+    """Capture ``fn`` into a CUDA graph: (graph, what the captured call returned, error or "")."""
+    try:
+        side = _Stream(device)
+        side.wait_stream(_current_stream(device))
+        with _stream(side):  # one call on a side stream first, as torch's graph docs ask
+            fn()
+        _current_stream(device).wait_stream(side)
+        _synchronize(device)
+        g = _CUDAGraph()
+        with _graph(g):
+            out = fn()
+        _synchronize(device)
+        return g, out, ""
+    except Exception as e:  # noqa: BLE001 - not capturable: timed eagerly instead
+        _synchronize(device)
+        return None, None, f"{type(e).__name__}: {str(e)[:200]}"
 
 
 @dataclass
@@ -60,11 +92,12 @@ class Timing:
     p75_ms: float
     min_ms: float
     reps: int
-    method: str  # "cuda-events+l2flush" or "cpu-wall"
+    method: str  # "cuda-graph+events+l2flush", "cuda-events+l2flush" or "cpu-wall"
     ci_low_ms: float = 0.0  # 95% confidence interval of the median
     ci_high_ms: float = 0.0
     tail_ms: float | None = None  # CUDA: median time from the end event to the device being idle
     escaped_ms: float | None = None  # CUDA: tail beyond a no-op's: device work that outran the end event
+    graph_error: str = ""  # why a CUDA function was timed eagerly rather than as a graph replay
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -152,8 +185,11 @@ def _converged(samples: list[float], budget_ms: float, ci_target: float) -> bool
 
 def time_interleaved(fns: dict[str, Callable[[], object]], device: str, budget_ms: float = 500.0,
                      min_reps: int = 10, max_reps: int = 1000, warmup: int = 3,
-                     ci_target: float = 0.005) -> dict[str, Timing]:
-    """Time several functions of the same inputs, interleaved repetition by repetition."""
+                     ci_target: float = 0.005, use_graphs: bool = True,
+                     graphs: dict[str, tuple[object, object]] | None = None) -> dict[str, Timing]:
+    """Time several functions of the same inputs, interleaved repetition by repetition.
+    ``graphs`` (CUDA), when given, receives name -> (graph, captured output) of each function
+    timed as a graph replay."""
     cuda = device.startswith("cuda")
     if cuda:
         fns = {**fns, NOOP: lambda: None}  # the tail of a call that leaves nothing running
@@ -161,6 +197,21 @@ def time_interleaved(fns: dict[str, Callable[[], object]], device: str, budget_m
     for _ in range(warmup):
         for n in names:
             fns[n]()
+    graph_errors: dict[str, str] = {}
+    methods: dict[str, str] = {}
+    if cuda and use_graphs:
+        fns = dict(fns)
+        for n in names:
+            if n == NOOP:
+                continue
+            g, out, error = capture(fns[n], device)
+            if g is None:
+                graph_errors[n] = error
+                continue
+            fns[n] = lambda g=g: _replay(g)
+            methods[n] = "cuda-graph+events+l2flush"
+            if graphs is not None:
+                graphs[n] = (g, out)
     clock = _CudaClock(device) if cuda else _CpuClock()
     samples: dict[str, list[float]] = {n: [] for n in names}
     measured = [n for n in names if n != NOOP]
@@ -177,7 +228,9 @@ def time_interleaved(fns: dict[str, Callable[[], object]], device: str, budget_m
             all(_converged(samples[n], budget_ms, ci_target) for n in measured) or _perf_counter() > wall_limit
         ):
             break
-    out = {n: _summary(samples[n], clock.method) for n in measured}
+    out = {n: _summary(samples[n], methods.get(n, clock.method)) for n in measured}
+    for n, error in graph_errors.items():
+        out[n].graph_error = error
     if cuda:
         noop_tail = statistics.median(clock.tails[NOOP])
         for n in measured:
