@@ -42,7 +42,7 @@ def test_catalog_passes_on_gpu(task, gpu_tasks, tmp_path):
     for s in rep["solutions"]:
         assert s["status"] == "PASSED", (s["name"], s["reason"])
         for w in s["workloads"]:
-            assert w["timing"]["method"] == "cuda-events+l2flush"
+            assert w["timing"]["method"] in ("cuda-graph+events+l2flush", "cuda-events+l2flush")
             assert w["latency_ms"] > 0
 
 
