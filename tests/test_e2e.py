@@ -52,6 +52,16 @@ def test_e2e_refuses_a_model_outside_the_envelope(ev, tmp_path):
     proc = kc("e2e", record, "--solution", TRITON, "--task", task, "--config", "llama-tiny", "--device", "cpu",
               "--dtype", "float32", "--no-compile")
     assert proc.returncode == 2 and "validated for bfloat16, the model is float32" in proc.stderr, proc.stderr
-    proc = kc("e2e", record, "--solution", TRITON, "--task", task, "--config", "llama3-8b", "--layers", "1",
-              "--device", "cpu", "--no-compile")
-    assert proc.returncode == 2 and "fixes hidden_size=64, the model's hidden size is 4096" in proc.stderr, proc.stderr
+    from types import SimpleNamespace
+
+    from kernelcraft.e2e.models import E2EError, make_config
+    from kernelcraft.e2e.run import E2EOptions, _check_fit
+    from kernelcraft.export._package import export_meta
+    from kernelcraft.review.candidate import resolve
+
+    pkg = SimpleNamespace(export_info=export_meta(resolve(str(record), TRITON, task_dir=task), "ns", False))
+    _check_fit(pkg, E2EOptions(), make_config("llama-tiny").hidden_size)  # fits
+    with pytest.raises(E2EError, match="fixes hidden_size=64, the model's hidden size is 4096"):
+        _check_fit(pkg, E2EOptions(config="llama3-8b"), make_config("llama3-8b").hidden_size)
+    with pytest.raises(E2EError, match="validated on cpu, the model runs on cuda"):
+        _check_fit(pkg, E2EOptions(device="cuda"))

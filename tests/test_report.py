@@ -132,11 +132,20 @@ def test_summary_markdown_repeats_the_records(tmp_path):
     committed = (H200 / "SUMMARY.md").read_text()
     body = lambda t: t.split("\n", 3)[3]  # noqa: E731 - the first lines name the command that wrote it
     assert body(committed) == body(text), "results/h200/SUMMARY.md is stale: regenerate it with the command it names"
-    proc = kc("summary", tmp_path / "nothing_here.json")
-    assert proc.returncode == 2 and "nothing_here.json" in proc.stderr
+    from kernelcraft.errors import InputError
+    from kernelcraft.report.summary import summary_markdown
+
+    with pytest.raises(InputError, match="nothing_here.json"):
+        summary_markdown([tmp_path / "nothing_here.json"], "kernelcraft summary")
 
 
-@pytest.mark.parametrize("args", [["report"], ["report", "--run", "1", "results/h200/rmsnorm.json"]])
-def test_report_usage_errors(args):
-    proc = kc(*args)
-    assert proc.returncode == 2
+def test_report_usage_errors(tmp_path):
+    from kernelcraft.errors import InputError
+    from kernelcraft.report.command import gather
+
+    with pytest.raises(InputError, match="give an evaluation record"):
+        gather(None, None, [], None, None)
+    with pytest.raises(InputError, match="give one of them"):
+        gather(H200 / "rmsnorm.json", 1, [], None, None)
+    with pytest.raises(InputError, match="records of several tasks"):
+        gather(H200 / "rmsnorm.json", None, [H200 / "softmax.json"], None, None)

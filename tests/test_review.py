@@ -40,11 +40,15 @@ def test_review_bundle(ev, tmp_path):
     seed = __import__("json").loads(record.read_text())["seed"]
     assert f"--seed {seed}" in text and f"kernelcraft approve {ids[TRITON]} --by NAME" in text
     assert "No profile in this evaluation record" in text
-    # printed without --out: the same Markdown
-    proc = kc("review", str(ids[WRONG]), "--db", db)
-    assert proc.returncode == 0 and "**INCORRECT_NUMERICAL** at gate `correctness`" in proc.stdout
-    proc = kc("review", "12345", "--db", db)
-    assert proc.returncode == 2 and "no candidate 12345" in proc.stderr
+    from kernelcraft.errors import InputError
+    from kernelcraft.ledger import Ledger
+    from kernelcraft.review.bundle import render
+    from kernelcraft.review.candidate import resolve
+
+    failed, _ = render(resolve(str(ids[WRONG]), db=db), Ledger(db))
+    assert "**INCORRECT_NUMERICAL** at gate `correctness`" in failed and "nothing is validated" in failed
+    with pytest.raises(InputError, match="no candidate 12345"):
+        resolve("12345", db=db)
 
 
 def test_approve_only_what_passed(ev, tmp_path):
@@ -58,8 +62,15 @@ def test_approve_only_what_passed(ev, tmp_path):
     assert proc.returncode == 0, proc.stderr
     assert "does not require approval" in proc.stdout
     # a solution of an evaluation record can be approved too: its hash and the record are kept
-    proc = kc("approve", record, "--solution", TRITON, "--task", task, "--by", "grace", "--db", db)
-    assert proc.returncode == 0, proc.stderr
+    from kernelcraft.errors import InputError
+    from kernelcraft.ledger import Ledger
+    from kernelcraft.review.approve import approve
+    from kernelcraft.review.candidate import resolve
+
+    out = approve(resolve(str(record), TRITON, task_dir=task), Ledger(db), "grace")
+    assert out.promoted is None and "not in a ledger run" in out.note
+    with pytest.raises(InputError, match="give the name"):
+        approve(resolve(str(record), TRITON, task_dir=task), Ledger(db), "  ")
     with sqlite3.connect(db_file) as con:
         rows = con.execute("SELECT candidate_id, by, note, source_hash, evidence FROM approvals ORDER BY id").fetchall()
         cand_hash = con.execute("SELECT source_hash FROM candidates WHERE id = ?", (ids[TRITON],)).fetchone()[0]
@@ -68,8 +79,9 @@ def test_approve_only_what_passed(ev, tmp_path):
 
 
 def test_contract_requiring_approval(ev, tmp_path):
-    _, record = ev
+    evaluated_task, record = ev
     task = rms64_task(tmp_path / "gated", require_approval=True)
+    (task / "workloads.jsonl").write_text((evaluated_task / "workloads.jsonl").read_text())  # the same workloads
     db = f"sqlite:///{tmp_path / 'l.db'}"
     ids = ledger_run(db, task, record)  # evaluated under the same definition; this contract gates promotion
     from kernelcraft.agent.loop import summary
@@ -84,7 +96,11 @@ def test_contract_requiring_approval(ev, tmp_path):
     proc = kc("approve", str(ids[TRITON]), "--by", "ada", "--db", db)
     assert proc.returncode == 0 and f"candidate {ids[TRITON]} is now promoted in run {ids['run']}" in proc.stdout
     assert ledger.run(ids["run"]).promoted_id == ids[TRITON]
-    proc = kc("export", str(ids[TRITON]), tmp_path / "fib", "--format", "fib", "--db", db)
-    assert proc.returncode == 0, proc.stderr
-    proc = kc("review", str(ids[TRITON]), "--db", db)
-    assert "a person's approval is required" in proc.stdout and "- ada at " in proc.stdout
+    from kernelcraft.export import export
+    from kernelcraft.review.bundle import render
+    from kernelcraft.review.candidate import resolve
+
+    r = resolve(str(ids[TRITON]), db=db)
+    assert export(r, "fib", tmp_path / "fib", db=db)["trace_count"] == 3
+    text, _ = render(r, ledger)
+    assert "a person's approval is required" in text and "- ada at " in text

@@ -25,6 +25,14 @@ from kernelcraft.review.candidate import Resolved
 def export_fib(r: Resolved, dest: Path) -> dict:
     d = r.task.definition
     op, name = _safe_name(d.op_type), _safe_name(d.name)
+    known = {w.uuid for w in r.task.workloads}
+    missing = [w.uuid for w in r.result.workloads if w.status != "SKIPPED" and w.uuid not in known]
+    if missing:
+        from kernelcraft.errors import InputError, Problem
+
+        raise InputError(Problem(r.task.root / "workloads.jsonl", "workload.uuid",
+                                 f"lacks {len(missing)} workloads the evaluation ran (first {missing[0]}): "
+                                 "a Trace needs its workload", "export with the task folder the evaluation used (--task)"))
     (dest / "definitions" / op).mkdir(parents=True)
     shutil.copyfile(r.task.root / "definition.json", dest / "definitions" / op / f"{name}.json")  # byte for byte
     (dest / "workloads" / op).mkdir(parents=True)
