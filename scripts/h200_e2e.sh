@@ -22,7 +22,9 @@ W=$PWD/.kernelcraft/h200_e2e
 R=results/h200/e2e
 mkdir -p "$OUT" "$W" "$R"
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
-python3 scripts/install_missing_wheels.py .whl/e2e /tmp/site_e2e --check transformers transformers.models.llama 2>&1 | tee "$OUT/wheels_$stage.log" || exit 1
+export PYTHONPATH=/tmp/site  # so the base wheels count as present
+python3 scripts/install_missing_wheels.py .whl/e2e /tmp/site_e2e --check transformers transformers.models.llama 2>&1 | tee "$OUT/wheels_$stage.log"
+[ "${PIPESTATUS[0]}" = 0 ] || exit 1
 export PYTHONPATH=/tmp/site_e2e:/tmp/site:$PWD/src
 export KERNELCRAFT_CACHE=$W/kc_cache KERNELCRAFT_EXPORT_CACHE=$W/ext_cache TORCHINDUCTOR_CACHE_DIR=$W/inductor
 kc() { python3 -m kernelcraft "$@"; }
