@@ -32,6 +32,7 @@ kc() { python3 -m kernelcraft "$@"; }
 if [ "$stage" = prepare ]; then
   nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv | tee "$OUT/nvidia-smi.txt"
   echo "=== eval (fresh record: holdouts, calibration)"
+  rm -f "$R/rmsnorm_cuda_vec8.json" "$R/cleanenv.json"
   timeout 300 python3 -m kernelcraft eval tasks/rmsnorm tasks/rmsnorm/solutions/cuda_vec8 --device cuda \
     --json "$R/rmsnorm_cuda_vec8.json" 2>&1 | tee "$OUT/eval.log"
   cp "$R/rmsnorm_cuda_vec8.json" "$OUT/" || exit 1
