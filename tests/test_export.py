@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+from pathlib import Path
 
 import pytest
 from export_support import TRITON, WRONG, evaluated, kc, run_isolated, venv_with
@@ -145,3 +146,37 @@ def test_export_refuses_what_was_not_validated(ev, tmp_path):
     with pytest.raises(InputError, match="holds 2 candidate solutions"):
         resolve(str(record), None, task_dir=task)
     assert os.listdir(tmp_path / "full") == ["keep.txt"]
+
+
+def test_cuda_solution_exports_and_runs_the_reference_off_its_gpu(tmp_path):
+    """The H200 record's CUDA kernel: sources and record ship; on this CPU the op runs the reference;
+    the hf-kernels variant declares CUDA 9.0, so `kernels` finds no variant for a CPU machine."""
+    import torch
+
+    from kernelcraft.e2e.run import load_package
+    from kernelcraft.export import export
+    from kernelcraft.review.candidate import resolve
+
+    from conftest import ROOT
+
+    r = resolve(str(ROOT / "results" / "h200" / "rmsnorm.json"), "rmsnorm_bf16_h4096_cuda_vec8", task_dir=ROOT / "tasks" / "rmsnorm")
+    out = export(r, "torch-op", tmp_path / "op", name="kc_h200_rmsnorm_test")
+    src = Path(out["dest"]) / "src" / "kc_h200_rmsnorm_test"
+    assert {p.name for p in (src / "_solution").iterdir()} >= {"kernel.cu", "binding.cpp"}
+    assert json.loads((src / "evaluation.json").read_text())["solutions"][0]["source_hash"] == r.solution.source_hash
+    pkg = load_package(str(tmp_path / "op"))
+    env = pkg.validated
+    assert (env["device_type"], env["hardware"], env["compute_capability"]) == ("cuda", "NVIDIA H200", "9.0")
+    x, w = torch.randn(3, 4096, dtype=torch.bfloat16), torch.randn(4096, dtype=torch.bfloat16)
+    pkg.reset_stats()
+    assert torch.equal(pkg.op(x, w, 1e-5), pkg.reference(x, w, 1e-5))
+    assert pkg.stats()["fallback_reasons"]["device"]["first"] == "inputs on cpu; the kernel was validated on cuda only"
+    torch.library.opcheck(pkg.op, (x, w, 1e-5))
+    kernels = pytest.importorskip("kernels")
+    hf = export(r, "hf-kernels", tmp_path / "hf")
+    from kernels._rust import Metadata
+
+    meta = Metadata.read_from_file(Path(hf["variant"]) / "metadata.json")
+    assert str(meta.backend.backend_type).lower().endswith("cuda") and meta.backend.archs == ["9.0"]
+    with pytest.raises(FileNotFoundError, match="Cannot find a build variant"):
+        kernels.get_local_kernel(tmp_path / "hf")
