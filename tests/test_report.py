@@ -98,8 +98,11 @@ def test_report_of_records_missing_fields(tmp_path):
     assert "no calibration in the record" not in html and "f00d" in html
     bad = tmp_path / "bad.json"
     bad.write_text(json.dumps({**rec, "seed": "not a number"}))
-    proc = kc("report", bad, "--html", tmp_path / "x.html")
-    assert proc.returncode == 2 and "bad.json" in proc.stderr and "seed" in proc.stderr
+    from kernelcraft.errors import InputError
+
+    with pytest.raises(InputError) as e:
+        from_records([bad])
+    assert "bad.json" in str(e.value.problems[0]) and "seed" in str(e.value.problems[0])
 
 
 def test_report_of_a_ledger_run_has_dag_and_best_so_far(tmp_path_factory, tmp_path):

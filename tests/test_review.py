@@ -56,17 +56,17 @@ def test_approve_only_what_passed(ev, tmp_path):
     db_file = tmp_path / "l.db"
     db = f"sqlite:///{db_file}"
     ids = ledger_run(db, task, record)
-    proc = kc("approve", str(ids[WRONG]), "--by", "ada", "--db", db)
-    assert proc.returncode == 2 and "did not pass the gauntlet (INCORRECT_NUMERICAL" in proc.stderr
-    proc = kc("approve", str(ids[TRITON]), "--by", "ada", "--note", "read it; limits fine", "--db", db)
-    assert proc.returncode == 0, proc.stderr
-    assert "does not require approval" in proc.stdout
-    # a solution of an evaluation record can be approved too: its hash and the record are kept
     from kernelcraft.errors import InputError
     from kernelcraft.ledger import Ledger
     from kernelcraft.review.approve import approve
     from kernelcraft.review.candidate import resolve
 
+    with pytest.raises(InputError, match=r"did not pass the gauntlet \(INCORRECT_NUMERICAL"):
+        approve(resolve(str(ids[WRONG]), db=db), Ledger(db), "ada")
+    proc = kc("approve", str(ids[TRITON]), "--by", "ada", "--note", "read it; limits fine", "--db", db)
+    assert proc.returncode == 0, proc.stderr
+    assert "does not require approval" in proc.stdout
+    # a solution of an evaluation record can be approved too: its hash and the record are kept
     out = approve(resolve(str(record), TRITON, task_dir=task), Ledger(db), "grace")
     assert out.promoted is None and "not in a ledger run" in out.note
     with pytest.raises(InputError, match="give the name"):
@@ -91,16 +91,19 @@ def test_contract_requiring_approval(ev, tmp_path):
     ledger = Ledger(db)
     s = summary(ledger, ids["run"], load_task(task))
     assert s["promoted"] is None and s["awaiting_approval"] == [ids[TRITON]]
-    proc = kc("export", str(ids[TRITON]), tmp_path / "op", "--format", "torch-op", "--db", db)
-    assert proc.returncode == 2 and "promotion.require_approval" in proc.stderr and "kernelcraft approve" in proc.stderr
-    proc = kc("approve", str(ids[TRITON]), "--by", "ada", "--db", db)
-    assert proc.returncode == 0 and f"candidate {ids[TRITON]} is now promoted in run {ids['run']}" in proc.stdout
-    assert ledger.run(ids["run"]).promoted_id == ids[TRITON]
+    from kernelcraft.errors import InputError
     from kernelcraft.export import export
     from kernelcraft.review.bundle import render
     from kernelcraft.review.candidate import resolve
 
     r = resolve(str(ids[TRITON]), db=db)
+    with pytest.raises(InputError) as e:
+        export(r, "torch-op", tmp_path / "op", db=db)
+    msg = str(e.value.problems[0])
+    assert "promotion.require_approval" in msg and f"kernelcraft approve {ids[TRITON]} --by NAME" in msg
+    proc = kc("approve", str(ids[TRITON]), "--by", "ada", "--db", db)
+    assert proc.returncode == 0 and f"candidate {ids[TRITON]} is now promoted in run {ids['run']}" in proc.stdout
+    assert ledger.run(ids["run"]).promoted_id == ids[TRITON]
     assert export(r, "fib", tmp_path / "fib", db=db)["trace_count"] == 3
     text, _ = render(r, ledger)
     assert "a person's approval is required" in text and "- ada at " in text
