@@ -22,6 +22,11 @@ def check_exportable(r: Resolved, db: str | None) -> None:
         gate = f" at gate {r.result.gate}" if r.result.gate else ""
         raise InputError(Problem("CANDIDATE", r.label, f"did not pass the gauntlet ({r.result.status}{gate})",
                                  "only a candidate that PASSED every gate can be exported"))
+    spec = r.solution.spec
+    if spec.language in ("cuda", "cpp") and (spec.binding or "tvm-ffi") != "torch":
+        raise InputError(Problem("CANDIDATE", r.label, f"binds through {spec.binding or 'tvm-ffi'!r}; exported packages "
+                                 "build CUDA/C++ sources as torch extensions only",
+                                 "export a solution with \"binding\": \"torch\" (a PYBIND11_MODULE entry point)"))
     if r.task.contract.promotion.require_approval:
         from kernelcraft.ledger import Ledger
 

@@ -14,17 +14,32 @@ def _f(x: float | None, spec: str) -> str:
     return "-" if x is None else format(x, spec)
 
 
-def record_paths(args: list[Path]) -> list[Path]:
+def _is_record(path: Path) -> bool:
+    import json
+
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return False
+    return isinstance(data, dict) and "solutions" in data and "task" in data
+
+
+def record_paths(args: list[Path]) -> tuple[list[Path], list[Path]]:
+    """(records, other JSON files of the folders given): a folder may also hold calibrations and run
+    summaries, which are listed, not read as records; a file named explicitly must be a record."""
     out: list[Path] = []
+    others: list[Path] = []
     for a in args:
         if a.is_dir():
-            found = sorted(p for p in a.glob("*.json"))
-            if not found:
-                raise InputError(Problem(a, "", "holds no *.json record", "give records written by kernelcraft eval --json"))
-            out += found
+            found = sorted(a.glob("*.json"))
+            out += [p for p in found if _is_record(p)]
+            others += [p for p in found if not _is_record(p)]
+            if not any(_is_record(p) for p in found):
+                raise InputError(Problem(a, "", "holds no evaluation record (*.json with task and solutions)",
+                                         "give records written by kernelcraft eval --json"))
         else:
             out.append(a)
-    return out
+    return out, others
 
 
 def _largest(s) -> str:
@@ -44,7 +59,8 @@ def _best_sol(s) -> str:
 def summary_markdown(paths: list[Path], command: str) -> str:
     from kernelcraft.review.candidate import read_record
 
-    records: list[tuple[Path, EvalReport]] = [(p, read_record(p)) for p in record_paths(paths)]
+    paths, others = record_paths(paths)
+    records: list[tuple[Path, EvalReport]] = [(p, read_record(p)) for p in paths]
     if not records:
         raise InputError(Problem("RECORDS", "", "none given", "give evaluation records or a folder of them"))
     hw = sorted({r.environment.get("hardware", r.device) for _, r in records})
@@ -68,4 +84,6 @@ def summary_markdown(paths: list[Path], command: str) -> str:
             L.append("")
             L.append("torch.compile: not measured in this record.")
         L.append("")
+    if others:
+        L += ["Other files there, not evaluation records: " + ", ".join(f"`{p.name}`" for p in others) + ".", ""]
     return "\n".join(L)
