@@ -652,7 +652,11 @@ def _print_e2e(rec: dict) -> None:
     console.print(t)
     iso = rec["isolated"]
     console.print(f"op alone on {iso['shape']}: stock {iso['stock_ms']:.4f} ms, kernel {iso['kernel_ms']:.4f} ms: "
-                  f"{iso['speedup']:.3f}x", highlight=False)
+                  f"{iso['speedup']:.3f}x (eager calls)", highlight=False)
+    g = rec.get("isolated_graph_replay") or {}
+    if "speedup" in g:
+        console.print(f"  as CUDA-graph replays (device time only): stock {g['stock_ms']:.4f} ms, kernel "
+                      f"{g['kernel_ms']:.4f} ms: {g['speedup']:.3f}x", highlight=False)
     share = f"{p['op_share']:.1%}" if p["op_share"] is not None else "unknown"
     pred = f"{p['amdahl_speedup']:.3f}x" if p["amdahl_speedup"] is not None else "-"
     console.print(f"op share of the model ({rec['profile']['basis']}): {share}; Amdahl predicts {pred}, "
