@@ -107,9 +107,9 @@ def render(r: Resolved, ledger: Ledger | None) -> tuple[str, dict[str, str]]:
           "|---|---|---|---|---|---|---|---|---|---|"]
     for w in [*res.workloads, *res.holdouts]:
         axes = ", ".join(f"{k}={v}" for k, v in w.axes.items())
-        kind = "holdout " if w in res.holdouts else ""
+        name = w.uuid if w in res.holdouts else w.uuid[:8]  # holdout ids say what they are
         sol = getattr(w, "sol", None)
-        L.append(f"| {kind}{w.uuid[:8]} {axes} | {w.status} | {_num(w.latency_ms)} | {_num(w.baseline_latency_ms)} | "
+        L.append(f"| {name} {axes} | {w.status} | {_num(w.latency_ms)} | {_num(w.baseline_latency_ms)} | "
                  f"{_num(compile_ms.get(w.uuid))} | {_num(w.reference_latency_ms)} | {_num(w.speedup_vs_baseline, '.2f')} | "
                  f"{'-' if sol is None else format(sol, '.1%')} | {_num(w.max_abs_error, '.3g')} | {_num(w.max_rel_error, '.3g')} |")
     failing = [w for w in [*res.workloads, *res.holdouts] if w.status not in ("PASSED", "SKIPPED") and w.reason]

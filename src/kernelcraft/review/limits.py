@@ -76,7 +76,7 @@ def not_tested(task: Task, report: EvalReport, result: SolutionResult, env: dict
     out.append("dtypes: " + ", ".join(f"{k} {v}" for k, v in env["dtypes"].items()) + "; no other dtype was run")
     out.append("inputs were contiguous; strided or non-contiguous inputs were not run")
     for name, vals in env["scalars_tested"].items():
-        out.append(f"scalar {name}: only {', '.join(repr(v) for v in vals)} were run")
+        out.append(f"scalar {name}: run only with {', '.join(repr(v) for v in vals)}")
     skipped = [w for w in result.workloads if w.status == "SKIPPED"]
     for w in skipped:
         axes = ", ".join(f"{k}={v}" for k, v in w.axes.items())
