@@ -67,9 +67,13 @@ def test_torch_op_and_hf_kernels_exports_work_without_kernelcraft(ev, tmp_path):
     """One fresh venv process (startup is most of the cost): the torch-op wheel, then the hf-kernels
     layout loaded by Hugging Face's `kernels`."""
     pytest.importorskip("kernels", reason="the kernels package is a test dependency (pip install -e '.[test]')")
+    from kernelcraft.export import export
+    from kernelcraft.review.candidate import resolve
+
+    task, record = ev
     dest = tmp_path / "op"
-    _export(ev, "torch-op", dest)
-    _export(ev, "hf-kernels", tmp_path / "hf")
+    export(resolve(str(record), TRITON, task_dir=task), "torch-op", dest)  # the CLI's path: test_fib_export_...
+    export(resolve(str(record), TRITON, task_dir=task), "hf-kernels", tmp_path / "hf")
     assert (tmp_path / "hf" / "build" / "torch-cpu" / "metadata.json").is_file()
     [wheel] = list((dest / "dist").glob("*.whl"))
     assert (dest / "pyproject.toml").is_file() and "Validated envelope" in (dest / "README.md").read_text()
