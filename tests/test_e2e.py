@@ -33,7 +33,8 @@ def test_e2e_tiny_llama_on_cpu(ev, tmp_path):
     assert m["arch"] == "LlamaForCausalLM" and m["config"]["hidden_size"] == 64 and m["config"]["num_hidden_layers"] == 2
     # 2 layers x (input + post-attention norm) + the final norm, each called once per forward.
     assert m["rmsnorm_modules_replaced"] == 5 and c["kernel_calls"] == 5 and c["fallback_calls"] == 0
-    assert c["argmax_agreement"] >= 0.9 and c["max_abs_logit_diff"] < 0.1 * c["max_abs_logit"], c
+    # bf16 rounding differs (the kernel rounds once, LlamaRMSNorm twice): close, not equal
+    assert 0 < c["mean_abs_logit_diff"] < 0.05 * c["mean_abs_logit"] and c["max_abs_logit_diff"] < 0.1 * c["max_abs_logit"], c
     assert rec["dispatch_during_timing"]["fallback"] == 0 and rec["dispatch_during_timing"]["kernel"] >= 5 * 10
     assert rec["kernel"]["solution"]["source_hash"] in record.read_text()
     assert set(rec["latency_ms"]) == {"eager", "eager+kernel", "torch.compile", "torch.compile+kernel"}

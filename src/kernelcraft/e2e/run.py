@@ -152,7 +152,7 @@ def run_e2e(pkg, opts: E2EOptions, kernel_info: dict | None = None) -> dict:
         err = (got.float() - ref.float()).abs()
         record["correctness"] = {
             "max_abs_logit_diff": err.max().item(), "mean_abs_logit_diff": err.mean().item(),
-            "max_abs_logit": ref.float().abs().max().item(),
+            "max_abs_logit": ref.float().abs().max().item(), "mean_abs_logit": ref.float().abs().mean().item(),
             "argmax_agreement": (got.argmax(-1) == ref.argmax(-1)).float().mean().item(),
             "kernel_calls": stats["kernel"], "fallback_calls": stats["fallback"],
             "fallback_reasons": stats["fallback_reasons"], "kernel_ran": stats["kernel"] > 0,
