@@ -63,7 +63,7 @@ def test_files_agent_evaluates_in_order(rms, tmp_path):
 
 
 def test_agent_misconfiguration_exits_2(tmp_path):
-    task = small_task("silu_mul", tmp_path, [{"num_tokens": 1}])  # no tunable solution there
+    task = small_task("softmax", tmp_path, [{"num_rows": 1, "width": 8}])  # no tunable solution there
     proc = kc("optimize", task, "--agent", "tuner", "--device", "cpu", "--db", f"sqlite:///{tmp_path / 'x.db'}")
     assert proc.returncode == 2 and "TUNABLES" in proc.stderr
     proc = kc("optimize", task, "--agent", "gpt5", "--device", "cpu", "--db", f"sqlite:///{tmp_path / 'x.db'}")

@@ -72,11 +72,21 @@ def import_record(ledger: Ledger, data: dict, source: str, near: Path | None = N
 
 
 def import_paths(ledger: Ledger, paths: list[Path]) -> list[Imported]:
-    """Import every ``*.json`` under the given files or folders; report each file's outcome."""
+    """Import every evaluation record among the given files and the ``*.json`` under the given
+    folders; report each file's outcome. In a folder, JSON files that are not evaluation records
+    (a calibration, an optimize summary, a ledger dump) are passed over; a file named explicitly
+    must be one."""
     files: list[Path] = []
     for p in paths:
         if p.is_dir():
-            files += sorted(q for q in p.rglob("*.json") if q.is_file())
+            for q in sorted(q for q in p.rglob("*.json") if q.is_file()):
+                try:
+                    data = json.loads(q.read_text())
+                except (ValueError, OSError):
+                    files.append(q)  # unreadable: reported below
+                    continue
+                if isinstance(data, dict) and "solutions" in data:
+                    files.append(q)
         elif p.is_file():
             files.append(p)
         else:
