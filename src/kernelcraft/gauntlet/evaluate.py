@@ -78,11 +78,13 @@ def evaluate(task: Task, entries: list[tuple[str, Solution, str]], opts: Options
     )
     cal = None
     if opts.calibrate and opts.time_it:
-        from kernelcraft.measure.calibrate import calibrate_in_subprocess
+        from kernelcraft.measure.calibrate import cached, calibrate_in_subprocess
 
-        if on_progress:
-            on_progress(f"calibration of {opts.device}", "start")
-        cal = calibrate_in_subprocess(opts.device)
+        cal = cached(opts.device)  # read here: a child process only when it must be measured
+        if cal is None:
+            if on_progress:
+                on_progress(f"calibration of {opts.device}", "start")
+            cal = calibrate_in_subprocess(opts.device)
         if cal is not None:
             report.calibration = {"copy_gbs": cal.copy_gbs, "matmul_tflops": cal.matmul_tflops,
                                   "fingerprint": cal.fingerprint, "timestamp": cal.timestamp,

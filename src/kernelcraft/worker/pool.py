@@ -4,16 +4,63 @@ A worker that hangs past a phase's deadline is killed (TIMEOUT); one that dies (
 abort, an illegal memory access that takes the CUDA context down, ``os._exit``) is reported with its
 signal or exit code and the tail of its log (RUNTIME_ERROR). Either way the parent keeps every
 message the worker sent before, and the next job gets a fresh process.
+
+Every job gets a process of its own, but not a cold one: while a job runs, a spare for the same
+device is spawned and imports torch, triton and the gauntlet (:func:`warm_main`), so the next job
+starts without that cost. A spare is used only if it is alive and the environment has not changed
+since it was spawned. ``KERNELCRAFT_WARM_WORKER=0`` turns spares off.
 """
 
 from __future__ import annotations
 
 import multiprocessing as mp
+import os
 import signal
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kernelcraft.worker.child import Job, worker_main
+from kernelcraft.worker.child import Job, warm_main
+
+_spares: dict[str, tuple] = {}  # device -> (process, parent end of the pipe, environment at spawn)
+_spares_lock = threading.Lock()
+
+
+def _spawn(device: str) -> tuple:
+    ctx = mp.get_context("spawn")
+    parent_conn, child_conn = ctx.Pipe(duplex=True)
+    proc = ctx.Process(target=warm_main, args=(child_conn, device), daemon=True)
+    proc.start()
+    child_conn.close()
+    return proc, parent_conn, dict(os.environ)
+
+
+def _warm_enabled() -> bool:
+    return os.environ.get("KERNELCRAFT_WARM_WORKER", "1") != "0"
+
+
+def _take(device: str) -> tuple:
+    """A started worker for ``device``: the spare if it is usable, else a new one; then a new spare."""
+    with _spares_lock:
+        spare = _spares.pop(device, None)
+        if spare is not None and not (spare[0].is_alive() and spare[2] == dict(os.environ)):
+            spare[1].close()
+            spare[0].kill()
+            spare[0].join(timeout=10)
+            spare = None
+        worker = spare or _spawn(device)
+        if _warm_enabled():
+            _spares[device] = _spawn(device)
+    return worker[0], worker[1]
+
+
+def shutdown_spares() -> None:
+    with _spares_lock:
+        for proc, conn, _ in _spares.values():
+            conn.close()
+            proc.kill()
+            proc.join(timeout=10)
+        _spares.clear()
 
 
 @dataclass
@@ -67,12 +114,12 @@ def _out_of_protocol(msg: tuple, phase: tuple[str, str | None], answered: set) -
 
 
 def run_job(job: Job, build_timeout_s: float, workload_timeout_s: float) -> JobOutcome:
-    ctx = mp.get_context("spawn")
-    parent_conn, child_conn = ctx.Pipe(duplex=False)
-    proc = ctx.Process(target=worker_main, args=(child_conn, job), daemon=True)
-    proc.start()
-    child_conn.close()
+    proc, parent_conn = _take(job.device)
     out = JobOutcome()
+    try:
+        parent_conn.send(job)
+    except (OSError, ValueError):
+        pass  # the worker died before taking its job: reported below as the process's exit
     phase: tuple[str, str | None] = ("start", None)
     answered: set[tuple[str, str | None]] = set()  # phases whose one result has arrived
     # Spawning and importing torch is the harness's own cost; give it the build's allowance.
