@@ -31,6 +31,16 @@ def test_next_job_takes_the_spare_and_a_changed_environment_does_not(monkeypatch
         pool.shutdown_spares()
 
 
+def test_no_spare_when_no_job_follows(monkeypatch):
+    monkeypatch.setenv("KERNELCRAFT_WARM_WORKER", "1")
+    pool.shutdown_spares()
+    proc, conn = pool._take("cpu", spare_next=False)
+    try:
+        assert "cpu" not in pool._spares
+    finally:
+        _stop(proc, conn)
+
+
 def test_spares_can_be_turned_off(monkeypatch):
     monkeypatch.setenv("KERNELCRAFT_WARM_WORKER", "0")
     pool.shutdown_spares()

@@ -195,7 +195,7 @@ def optimize_cmd(
         raise typer.Exit(2) from None
     ledger = Ledger(db)
     eval_opts = Options(device=dev, workload_timeout_s=timeout, cpu_max_mb=cpu_max_mb,
-                        timing={"budget_ms": budget_ms} if budget_ms else None)
+                        timing={"budget_ms": budget_ms} if budget_ms else None, warm_spare=True)
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                   console=console) as progress:
         bar = progress.add_task(f"{task.definition.name} with {proposer.name}", total=budget)

@@ -82,7 +82,9 @@ def _evaluate(task_dir: str, path: Path, device: str, workload: str | list[str] 
     for prefix in prefixes or []:
         task.workload(prefix)  # InputError when a prefix matches no workload, or several
     sol = load_solution(path, task.definition.name)
-    opts = Options(device=_device(device), seed=seed, time_it=not no_timing, workloads=prefixes or None)
+    # The server lives on and its agent evaluates again: keep the next worker warm.
+    opts = Options(device=_device(device), seed=seed, time_it=not no_timing, workloads=prefixes or None,
+                   warm_spare=True)
     report = evaluate(task, [("candidate", sol, shown_path or str(path))], opts)
     res = report.solutions[0]
     return {"task": report.task, "device": report.device, "seed": report.seed,

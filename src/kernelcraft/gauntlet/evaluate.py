@@ -40,6 +40,7 @@ class Options:
     timing: dict | None = None  # overrides of the contract's [timing]
     workloads: list[str] | None = None  # uuid prefixes to run; None: all
     calibrate: bool = True  # speed-of-light fractions and the impossible-speed gate (cached per device)
+    warm_spare: bool | None = None  # start the next worker early; None: when more solutions follow in this call
 
 
 def _skip_reason(task: Task, w: Workload, opts: Options) -> str:
@@ -89,10 +90,11 @@ def evaluate(task: Task, entries: list[tuple[str, Solution, str]], opts: Options
             report.calibration = {"copy_gbs": cal.copy_gbs, "matmul_tflops": cal.matmul_tflops,
                                   "fingerprint": cal.fingerprint, "timestamp": cal.timestamp,
                                   "version": cal.version}
-    for role, sol, path in entries:
+    for i, (role, sol, path) in enumerate(entries):
         if on_progress:
             on_progress(sol.name, "start")
-        result = evaluate_one(task, role, sol, path, seed, opts, cal)
+        spare = opts.warm_spare if opts.warm_spare is not None else i < len(entries) - 1
+        result = evaluate_one(task, role, sol, path, seed, opts, cal, spare_next=spare)
         report.solutions.append(result)
         if on_progress:
             on_progress(sol.name, result.status)
@@ -102,7 +104,7 @@ def evaluate(task: Task, entries: list[tuple[str, Solution, str]], opts: Options
 
 
 def evaluate_one(task: Task, role: str, sol: Solution, path: str, seed: int, opts: Options,
-                 cal: Calibration | None = None) -> SolutionResult:
+                 cal: Calibration | None = None, spare_next: bool = False) -> SolutionResult:
     t0 = time.monotonic()
     res = SolutionResult(
         name=sol.name, status="PASSED", author=sol.author, language=sol.spec.language,
@@ -149,7 +151,7 @@ def evaluate_one(task: Task, role: str, sol: Solution, path: str, seed: int, opt
                   time_it=opts.time_it, timing=opts.timing or {},
                   holdouts=[h.model_dump(mode="json") for h in holdouts])
         outcome = run_job(job, opts.build_timeout_s or limits.build_timeout_s,
-                          opts.workload_timeout_s or limits.workload_timeout_s)
+                          opts.workload_timeout_s or limits.workload_timeout_s, spare_next=spare_next)
     _apply(res, by_uuid, outcome, task, cal, role)
     res.wall_s = time.monotonic() - t0
     return res

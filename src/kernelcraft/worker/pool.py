@@ -7,8 +7,8 @@ message the worker sent before, and the next job gets a fresh process.
 
 Every job gets a process of its own, but not a cold one: while a job runs, a spare for the same
 device is spawned and imports torch, triton and the gauntlet (:func:`warm_main`), so the next job
-starts without that cost. A spare is used only if it is alive and the environment has not changed
-since it was spawned. ``KERNELCRAFT_WARM_WORKER=0`` turns spares off.
+starts without that cost (only when the caller says another job follows). A spare is used only if
+it is alive and the environment has not changed since it was spawned. ``KERNELCRAFT_WARM_WORKER=0`` turns spares off.
 """
 
 from __future__ import annotations
@@ -39,8 +39,10 @@ def _warm_enabled() -> bool:
     return os.environ.get("KERNELCRAFT_WARM_WORKER", "1") != "0"
 
 
-def _take(device: str) -> tuple:
-    """A started worker for ``device``: the spare if it is usable, else a new one; then a new spare."""
+def _take(device: str, spare_next: bool = True) -> tuple:
+    """A started worker for ``device``: the spare if it is usable, else a new one; then, when another
+    job is expected (``spare_next``), a new spare. A spare nobody takes is pure cost: on a 2-core
+    machine it slowed the test suite, where most evaluations hold one candidate."""
     with _spares_lock:
         spare = _spares.pop(device, None)
         if spare is not None and not (spare[0].is_alive() and spare[2] == dict(os.environ)):
@@ -49,7 +51,7 @@ def _take(device: str) -> tuple:
             spare[0].join(timeout=10)
             spare = None
         worker = spare or _spawn(device)
-        if _warm_enabled():
+        if spare_next and _warm_enabled():
             _spares[device] = _spawn(device)
     return worker[0], worker[1]
 
@@ -113,8 +115,10 @@ def _out_of_protocol(msg: tuple, phase: tuple[str, str | None], answered: set) -
     return ""
 
 
-def run_job(job: Job, build_timeout_s: float, workload_timeout_s: float) -> JobOutcome:
-    proc, parent_conn = _take(job.device)
+def run_job(job: Job, build_timeout_s: float, workload_timeout_s: float, spare_next: bool = False) -> JobOutcome:
+    """Run one job in a worker of its own; ``spare_next``: another job will follow, so start its
+    worker now."""
+    proc, parent_conn = _take(job.device, spare_next)
     out = JobOutcome()
     try:
         parent_conn.send(job)
