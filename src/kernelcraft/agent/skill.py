@@ -217,6 +217,24 @@ the torch binding in a `.cpp` (nvcc then compiles in about 2 s instead of 90 s):
   never synchronize the device.
 - On `--device cpu` a CUDA solution is compiled (so compiler errors show up as
   `COMPILE_ERROR`) and then `SKIPPED` for running.
+
+## 4. CUDA in about a second: `"binding": "kernelcraft"`
+
+A torch extension build takes 25-90 s. For a fast loop write `extern "C" __global__` kernels in
+`.cu` files (no torch headers, no host code) and launch them from a Python entry file:
+
+```json
+"spec": {"language": "cuda", "entry_point": "launch.py::run",
+         "destination_passing_style": false, "binding": "kernelcraft", "dependencies": []},
+"sources": [{"path": "kernel.cu"}, {"path": "launch.py"}]
+```
+
+- The harness compiles each `.cu` with `nvcc -cubin` for the device (cached by content) and puts a
+  global `kernels` into `launch.py` before running it; do not import kernelcraft.
+- `kernels.NAME(grid, block, *args, shared_mem=0)` launches on torch's current stream: tensors go
+  as device pointers (contiguous, on the GPU), Python ints as the kernel's integer type, floats as
+  `float`; the argument count and kinds are checked against the compiled kernel.
+- Example: `tasks/rmsnorm/solutions/cuda_cubin/`.
 """
 
 VERDICTS_MD = """\
