@@ -58,6 +58,14 @@ class OpAudit(TorchDispatchMode):
         return {n: c for n, c in self.ops.items() if n not in ALLOWED_OPS and n not in allowed_extra}
 
 
+def prime_dispatch_modes() -> None:
+    """Enter a dispatch mode once. The first one imports torch._dynamo, which replaces
+    torch.manual_seed and friends with wrapped versions: done before a TamperSnapshot, so the
+    snapshot holds the wrapped functions rather than flagging torch's own lazy patching."""
+    with OpAudit():
+        torch.empty(0)
+
+
 def poison_allocator(shapes_dtypes: list[tuple[tuple[int, ...], torch.dtype]], device: str) -> None:
     if not device.startswith("cuda"):
         return  # CPU allocations come from malloc/mmap; there is no cache to seed

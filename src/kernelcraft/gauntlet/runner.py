@@ -37,6 +37,17 @@ ESCAPE_MS = 0.02
 ESCAPE_FRACTION = 0.1
 
 
+def _poison(t: torch.Tensor) -> torch.Tensor:
+    """Fill an output buffer so an element the kernel never writes cannot pass by luck."""
+    if t.dtype.is_floating_point:
+        t.fill_(float("nan"))
+    elif t.dtype == torch.bool:
+        t.fill_(True)
+    else:
+        t.fill_(torch.iinfo(t.dtype).min)
+    return t
+
+
 def _clone(args: list[Any]) -> list[Any]:
     return [a.clone() if isinstance(a, torch.Tensor) else a for a in args]
 
@@ -68,14 +79,16 @@ class Runner:
             if shape is None:
                 raise TypeError(f"output {name!r} is a scalar; destination-passing style needs tensor outputs")
             dtype = torch_dtype(spec.dtype)
-            t = torch.empty(shape, dtype=dtype, device=self.device)
-            # Poison: an element the kernel never writes cannot pass by luck.
-            if dtype.is_floating_point:
-                t.fill_(float("nan"))
-            elif dtype != torch.bool:
-                t.fill_(torch.iinfo(dtype).min)
-            outs.append(t)
+            outs.append(_poison(torch.empty(shape, dtype=dtype, device=self.device)))
         return outs
+
+    def _first_difference(self, first: list[Any], second: list[Any]) -> tuple[str, int] | None:
+        """The first output (name, differing elements) where two calls' outputs differ bit for bit."""
+        for name, a, b in zip(self.d.outputs, first, second, strict=True):
+            same, n = bitwise_equal(a, b)
+            if not same:
+                return name, n
+        return None
 
     def _call(self, fn: Callable, args: list[Any], outs: list[torch.Tensor] | None) -> list[Any]:
         if outs is not None:
@@ -168,12 +181,12 @@ class Runner:
             return f"[nondeterminism] a second call on the same inputs raised: {candidate_traceback(e)}"
         if cheat:
             return cheat
-        for name, a, b in zip(self.d.outputs, first, second, strict=True):
-            same, n = bitwise_equal(a, b)
-            if not same:
-                return (f"[nondeterminism] output {name!r}: a second call on identical inputs differs in {n} "
-                        "element(s) (uninitialised memory, a race, or state kept between calls); "
-                        "contract.toml [integrity] deterministic = false allows it where atomics make it unavoidable")
+        diff = self._first_difference(first, second)
+        if diff:
+            name, n = diff
+            return (f"[nondeterminism] output {name!r}: a second call on identical inputs differs in {n} "
+                    "element(s) (uninitialised memory, a race, or state kept between calls); "
+                    "contract.toml [integrity] deterministic = false allows it where atomics make it unavoidable")
         return ""
 
     def _integrity(self, pristine: list[Any], args: list[Any], outputs: list[Any]) -> str:
@@ -186,12 +199,12 @@ class Runner:
     def _graph_mismatch(self, captured: tuple[object, object] | None, inputs: list[Any], axes: dict[str, int],
                         outs: list[torch.Tensor] | None) -> str:
         """The timed graph must compute what an eager call computes on the same inputs."""
-        if captured is None:
-            return ""
+        if captured is None or not self.task.contract.integrity.deterministic:
+            return ""  # bit-for-bit agreement is only asked of deterministic tasks
         graph, returned = captured
         if outs is not None:
             for o in outs:
-                o.fill_(float("nan")) if o.dtype.is_floating_point else o.fill_(-1)
+                _poison(o)
             graph.replay()
             self._sync()
             replayed = _clone(outs)
@@ -203,11 +216,11 @@ class Runner:
             replayed = _clone(normalize_outputs(returned, self.d))
             eager = normalize_outputs(self.fn(*inputs), self.d)
         self._sync()
-        for name, a, b in zip(self.d.outputs, replayed, eager, strict=True):
-            same, n = bitwise_equal(a, b)
-            if not same and self.task.contract.integrity.deterministic:
-                return (f"[graph-mismatch] output {name!r}: the CUDA graph the timer replays differs from an eager "
-                        f"call on the same inputs in {n} element(s): the timed work is not the checked work")
+        diff = self._first_difference(replayed, eager)
+        if diff:
+            name, n = diff
+            return (f"[graph-mismatch] output {name!r}: the CUDA graph the timer replays differs from an eager "
+                    f"call on the same inputs in {n} element(s): the timed work is not the checked work")
         return ""
 
     def time(self, w: Workload, role: str, **policy: Any) -> dict:

@@ -24,6 +24,7 @@ def nvcc_version() -> str | None:
     return m.group(2) if m else None
 
 
+@cache
 def _driver_version() -> str | None:
     smi = shutil.which("nvidia-smi")
     if not smi:

@@ -57,13 +57,22 @@ def parse_constraint(text: str) -> ast.Expression:
     return tree
 
 
-def eval_constraint(text: str, axes: dict[str, int]) -> bool:
+def expression_names(text: str) -> set[str]:
+    """The axis names an expression (a constraint or a roofline formula) refers to."""
+    return {n.id for n in ast.walk(parse_constraint(text)) if isinstance(n, ast.Name)}
+
+
+def eval_expression(text: str, axes: dict[str, int]) -> int | float | bool:
+    """Evaluate arithmetic/comparisons over axis values; ValueError if unsafe or naming unknown axes."""
     tree = parse_constraint(text)
-    names = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
-    missing = names - set(axes)
+    missing = expression_names(text) - set(axes)
     if missing:
-        raise ValueError(f"constraint {text!r} names unknown axes {sorted(missing)}")
-    return bool(eval(compile(tree, "<constraint>", "eval"), {"__builtins__": {}}, dict(axes)))
+        raise ValueError(f"expression {text!r} names unknown axes {sorted(missing)}")
+    return eval(compile(tree, "<expression>", "eval"), {"__builtins__": {}}, dict(axes))
+
+
+def eval_constraint(text: str, axes: dict[str, int]) -> bool:
+    return bool(eval_expression(text, axes))
 
 
 class Definition(BaseModel):

@@ -14,7 +14,7 @@ from pydantic import ValidationError
 
 from kernelcraft.errors import InputError, Problem
 from kernelcraft.task.contract import Contract, load_contract, pydantic_problems
-from kernelcraft.task.definition import Definition
+from kernelcraft.task.definition import Definition, expression_names
 from kernelcraft.task.workload import Workload, WorkloadTrace
 
 SOLUTION_SUFFIXES = (".py", ".json")
@@ -69,17 +69,12 @@ class Task:
 
     def roofline(self, var_axes: dict[str, int]) -> tuple[float, float, str]:
         """(bytes, flops, flops dtype) of one call at these axis values, from ``[roofline]``."""
-        from kernelcraft.task.definition import parse_constraint
+        from kernelcraft.task.definition import eval_expression
 
         r = self.contract.roofline
         axes = self.definition.axis_values(var_axes)
-
-        def ev(expr: str) -> float:
-            tree = parse_constraint(expr)
-            return float(eval(compile(tree, "<roofline>", "eval"), {"__builtins__": {}}, dict(axes)))
-
-        nbytes = ev(r.bytes) if r.bytes else float(self.io_bytes(var_axes))
-        flops = ev(r.flops) if r.flops else 0.0
+        nbytes = float(eval_expression(r.bytes, axes)) if r.bytes else float(self.io_bytes(var_axes))
+        flops = float(eval_expression(r.flops, axes)) if r.flops else 0.0
         dtype = r.flops_dtype or next(
             (s.dtype for s in self.definition.inputs.values() if s.dtype.startswith(("float", "bfloat"))), "float32")
         return nbytes, flops, dtype
@@ -222,10 +217,7 @@ def load_task(root: str | Path) -> Task:
         for field in ("bytes", "flops"):
             expr = getattr(contract.roofline, field)
             if expr:
-                import ast
-
-                names = {n.id for n in ast.walk(ast.parse(expr, mode="eval")) if isinstance(n, ast.Name)}
-                unknown = sorted(names - set(definition.axes))
+                unknown = sorted(expression_names(expr) - set(definition.axes))
                 if unknown:
                     problems.append(Problem(root / "contract.toml", f"roofline.{field}", f"names unknown axes {unknown}",
                                             f"use the definition's axes {list(definition.axes)}"))

@@ -46,15 +46,12 @@ def warm_main(conn, device: str) -> None:
     if not device.startswith("cuda"):
         os.environ["TRITON_INTERPRET"] = "1"  # before triton is imported anywhere in this process
     try:
-        import torch
-
-        import kernelcraft.gauntlet.runner  # noqa: F401
+        import kernelcraft.gauntlet.runner  # noqa: F401  (imports torch)
         import kernelcraft.solution.build  # noqa: F401
         import kernelcraft.task.loader  # noqa: F401
-        from kernelcraft.gauntlet.integrity import OpAudit
+        from kernelcraft.gauntlet.integrity import prime_dispatch_modes
 
-        with OpAudit():  # imports torch._dynamo, which patches torch, before any snapshot
-            torch.empty(0)
+        prime_dispatch_modes()
         try:
             import triton  # noqa: F401
         except Exception:  # noqa: BLE001, S110 - the job reports a triton that cannot start
@@ -141,15 +138,12 @@ def _run(conn, job: Job) -> None:
             from kernelcraft.gauntlet.integrity import exempt_triton_interpreter
 
             exempt_triton_interpreter()
-    # Everything the harness relies on, as it is before any candidate code is imported. Entering a
-    # dispatch mode imports torch._dynamo, which wraps torch.manual_seed and friends: do it first,
-    # so the snapshot holds the wrapped functions rather than flagging torch's own lazy patching.
+    # Everything the harness relies on, as it is before any candidate code is imported.
     tamper = None
     if job.role == "candidate":
-        from kernelcraft.gauntlet.integrity import OpAudit
+        from kernelcraft.gauntlet.integrity import prime_dispatch_modes
 
-        with OpAudit():
-            torch.empty(0)
+        prime_dispatch_modes()
         tamper = TamperSnapshot()
     if job.role == "baseline":
         fn, dps = baseline, False

@@ -1,4 +1,4 @@
-// Known-WRONG fixture, class [l2-persistence]: the correct RMSNorm of cuda_vec8, but the binding
+// Known-WRONG fixture, class [l2-persistence]: a correct RMSNorm (kernel.cu), but the binding
 // marks the weight vector as persisting in L2 on the current stream, so it survives the timer's
 // L2 flush: a carve-out an honest measurement must not allow. Rejected by the static gate; at run
 // time the worker sets the persisting-L2 limit to 0 and resets persisting lines before every
