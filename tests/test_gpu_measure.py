@@ -63,7 +63,7 @@ def test_records_carry_sol_and_no_honest_kernel_is_impossible(tmp_path):
               "--json", out)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     rep = json.loads(out.read_text())
-    assert rep["timing_version"] == "kc-timing/2" and rep["calibration"]["copy_gbs"] > 100
+    assert rep["timing_version"] == "kc-timing/3" and rep["calibration"]["copy_gbs"] > 100
     for s in rep["solutions"]:
         assert s["status"] == "PASSED", s["reason"]
         for w in s["workloads"]:

@@ -28,7 +28,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
-CALIBRATION_VERSION = "kc-calibrate/2"
+CALIBRATION_VERSION = "kc-calibrate/3"
 
 
 class Calibration(BaseModel):

@@ -1,15 +1,18 @@
 """The one timer. Its version is named in every result; change the method, bump the version.
 
-``kc-timing/2``. Functions of the same inputs (candidate, baseline, reference) are timed A/B
+``kc-timing/3``. Functions of the same inputs (candidate, baseline, reference) are timed A/B
 interleaved: every repetition runs each function once, the order rotated every repetition so
 neither side always runs first.
 
-- CUDA, per call: ``synchronize -> reset persisting L2 lines -> overwrite a buffer of 2 x L2
-  (evicts the L2) -> record start -> fn() -> record end -> synchronize the whole device -> record
+- CUDA, per call: ``synchronize -> reset persisting L2 lines -> read a buffer of 2 x L2 (evicts
+  the L2 and leaves it clean) -> record start -> fn() -> record end -> synchronize the whole device -> record
   late``. The start event is enqueued behind the flush kernel, so the host's launch of ``fn``
   overlaps the flush, and the events bracket the device time of ``fn`` rather than the host's
   enqueue, as long as launching ``fn`` takes less host time than the flush takes device time (about
-  30 us for 120 MB on an H200). ``late - end`` (the *tail*) is the time the device needed after the
+  30 us for 120 MB on an H200). The flush reads rather than writes: a written flush buffer leaves
+  the L2 full of dirty lines, and the timed kernel then pays for writing them back (kc-timing/2
+  measured a constant ~4.5 us more than Nsight Compute on an H200: 23.6 vs 19.0 us for an 80 MB
+  copy-like kernel). ``late - end`` (the *tail*) is the time the device needed after the
   end event to finish everything, on every stream; a no-op is timed in the same rotation, and a
   function whose tail exceeds the no-op's by ``escaped_ms`` left work running past its end event
   (another stream, a deferred launch). The device-wide sync sits between the end and the late
@@ -46,7 +49,7 @@ from dataclasses import asdict, dataclass
 
 import torch
 
-TIMING_VERSION = "kc-timing/2"  # events + L2 flush + CUDA-graph replay + tail, median-CI stopping
+TIMING_VERSION = "kc-timing/3"  # events + clean L2 flush (read) + CUDA-graph replay + tail, median-CI stopping
 WALL_FACTOR = 3.0
 NOOP = "__noop__"
 
@@ -57,6 +60,7 @@ _record = torch.cuda.Event.record
 _elapsed = torch.cuda.Event.elapsed_time
 _synchronize = torch.cuda.synchronize
 _fill = torch.Tensor.fill_
+_sum = torch.sum
 _empty = torch.empty
 _CUDAGraph = torch.cuda.CUDAGraph
 _graph = torch.cuda.graph
@@ -131,6 +135,7 @@ class _CudaClock:
         self.cudart = _cudart if _cudart.available() else None
         l2 = torch.cuda.get_device_properties(device).L2_cache_size
         self.flush = _empty(max(2 * l2, 1 << 20) // 4, dtype=torch.int32, device=device)
+        _fill(self.flush, 1)
         self.pending: list[tuple[str, object, object, object]] = []
         self.tails: dict[str, list[float]] = {}
 
@@ -138,7 +143,7 @@ class _CudaClock:
         _synchronize(self.device)
         if self.cudart is not None:
             self.cudart.reset_persisting_l2()
-        _fill(self.flush, rep)
+        _sum(self.flush)  # a read of 2 x L2: evicts every line (writing back dirty ones) and leaves it clean
         start, end, late = _Event(enable_timing=True), _Event(enable_timing=True), _Event(enable_timing=True)
         _record(start)
         fn()
