@@ -169,6 +169,8 @@ def main() -> None:
     ap.add_argument("--device", default="cuda")
     ap.add_argument("--out", type=Path)
     ap.add_argument("--quick", action="store_true", help="small sizes and counts: a smoke run")
+    ap.add_argument("--parts", default="spread,ncu,turnaround,throughput",
+                    help="which measurements, comma-separated; with --out, an existing file keeps the others")
     ap.add_argument("--child-time", type=int, help=argparse.SUPPRESS)
     ap.add_argument("--child-ncu", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -191,18 +193,26 @@ def main() -> None:
         return
     from kernelcraft.measure.environment import environment
 
-    result = {"environment": environment(args.device), "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-              "command": " ".join([Path(sys.executable).name, *sys.argv])}
-    spread = timing_spread(args.device, args.quick)
-    result["timing_spread_pct"] = {k: v["spread_pct"] for k, v in spread.items()}
-    result["timing_spread_detail"] = spread
-    ncu = ncu_agreement(args.device)
-    result["ncu_agreement_pct"] = ncu.get("worst_pct")
-    result["ncu_agreement_detail"] = ncu
-    result["turnaround_s"] = turnaround(args.device)
-    per_min = candidates_per_minute(args.device, 4 if args.quick else 12)
-    result["candidates_per_gpu_minute"] = per_min["value"]
-    result["candidates_per_gpu_minute_detail"] = per_min
+    parts = set(args.parts.split(","))
+    result = {}
+    if args.out and args.out.exists() and parts != {"spread", "ncu", "turnaround", "throughput"}:
+        result = json.loads(args.out.read_text())  # a partial rerun replaces only the parts it measures
+    result |= {"environment": environment(args.device), "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+               "command": " ".join([Path(sys.executable).name, *sys.argv])}
+    if "spread" in parts:
+        spread = timing_spread(args.device, args.quick)
+        result["timing_spread_pct"] = {k: v["spread_pct"] for k, v in spread.items()}
+        result["timing_spread_detail"] = spread
+    if "ncu" in parts:
+        ncu = ncu_agreement(args.device)
+        result["ncu_agreement_pct"] = ncu.get("worst_pct")
+        result["ncu_agreement_detail"] = ncu
+    if "turnaround" in parts:
+        result["turnaround_s"] = turnaround(args.device)
+    if "throughput" in parts:
+        per_min = candidates_per_minute(args.device, 4 if args.quick else 12)
+        result["candidates_per_gpu_minute"] = per_min["value"]
+        result["candidates_per_gpu_minute_detail"] = per_min
     text = json.dumps(result, indent=2)
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)

@@ -98,6 +98,8 @@ def eval_cmd(
     no_timing: Annotated[bool, typer.Option("--no-timing", help="check correctness only")] = False,
     traces: Annotated[Path | None, typer.Option(help="also append FlashInfer-Trace Trace records under this folder")] = None,
     no_calibrate: Annotated[bool, typer.Option("--no-calibrate", help="skip the speed-of-light fractions and the impossible-speed gate")] = False,
+    sanitize: Annotated[bool, typer.Option("--sanitize", help="CUDA: run compute-sanitizer (memcheck, racecheck, initcheck) on every candidate that passes")] = False,
+    sanitize_tools: Annotated[str, typer.Option(help="with --sanitize: which compute-sanitizer tools, comma-separated")] = "memcheck,racecheck,initcheck",
 ) -> None:
     """Run the gauntlet on solutions of a task and print (and optionally record) the verdicts."""
     from kernelcraft.gauntlet import Options, baseline_solution, compile_solution, evaluate
@@ -122,13 +124,32 @@ def eval_cmd(
     except InputError as e:
         _fail_input(e)
     dev = _device(device)
+    tools: tuple[str, ...] = ()
+    if sanitize:
+        from kernelcraft.gauntlet.sanitize import TOOLS, SanitizerUnavailable, find_sanitizer
+
+        tools = tuple(t.strip() for t in sanitize_tools.split(",") if t.strip())
+        bad = [t for t in tools if t not in TOOLS]
+        if bad or not tools:
+            err.print(f"[red]error[/]: --sanitize-tools {escape(sanitize_tools)}: unknown tool(s) {bad}; "
+                      f"choose from {', '.join(TOOLS)}", highlight=False)
+            raise typer.Exit(2)
+        if not dev.startswith("cuda"):
+            err.print(f"[red]error[/]: --sanitize checks GPU kernels, but the device is {dev}: run with "
+                      "--device cuda on a machine with an NVIDIA GPU, or drop --sanitize", highlight=False)
+            raise typer.Exit(2)
+        try:
+            find_sanitizer()
+        except SanitizerUnavailable as e:
+            err.print(f"[red]error[/]: --sanitize: {escape(str(e))}", highlight=False)
+            raise typer.Exit(2) from None
     from kernelcraft.task.degenerate import degenerate_warnings
 
     for w in degenerate_warnings(task):
         err.print(f"[yellow]warning[/]: {escape(w)}", highlight=False)
     opts = Options(device=dev, seed=seed, workload_timeout_s=timeout, cpu_max_mb=cpu_max_mb,
                    time_it=not no_timing, timing={"budget_ms": budget_ms} if budget_ms else None,
-                   workloads=workload, calibrate=not no_calibrate)
+                   workloads=workload, calibrate=not no_calibrate, sanitize=tools)
 
     def save(report) -> None:
         # Rewritten after every solution, atomically: an interrupted run keeps what it measured.
@@ -709,6 +730,10 @@ def _print_report(report) -> None:
         if s.reason:
             console.print(f"[bold]{s.name}[/]: {s.status}" + (f" ({s.gate})" if s.gate else ""), highlight=False)
             console.print("  " + s.reason.replace("\n", "\n  "), markup=False, highlight=False)
+        if s.sanitize and s.status == "PASSED":
+            tools = ", ".join(f"{t['tool']} {t['errors']} ({t['seconds']:.0f} s)" for t in s.sanitize["tools"])
+            console.print(f"{s.name}: compute-sanitizer errors: {tools}; shapes {s.sanitize['workloads']}",
+                          markup=False, highlight=False)
 
 
 def main() -> None:

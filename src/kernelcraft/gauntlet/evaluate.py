@@ -41,6 +41,7 @@ class Options:
     workloads: list[str] | None = None  # uuid prefixes to run; None: all
     calibrate: bool = True  # speed-of-light fractions and the impossible-speed gate (cached per device)
     warm_spare: bool | None = None  # start the next worker early; None: when more solutions follow in this call
+    sanitize: tuple[str, ...] = ()  # compute-sanitizer tools run on candidates that pass (CUDA only)
 
 
 def _skip_reason(task: Task, w: Workload, opts: Options) -> str:
@@ -153,8 +154,20 @@ def evaluate_one(task: Task, role: str, sol: Solution, path: str, seed: int, opt
         outcome = run_job(job, opts.build_timeout_s or limits.build_timeout_s,
                           opts.workload_timeout_s or limits.workload_timeout_s, spare_next=spare_next)
     _apply(res, by_uuid, outcome, task, cal, role)
+    if opts.sanitize and role == "candidate" and res.status == "PASSED":
+        _sanitize(res, task, sol, opts, seed, runnable)
     res.wall_s = time.monotonic() - t0
     return res
+
+
+def _sanitize(res: SolutionResult, task: Task, sol: Solution, opts: Options, seed: int,
+              runnable: list[Workload]) -> None:
+    from kernelcraft.gauntlet.sanitize import sanitize
+
+    s = sanitize(task, sol, opts.device, seed, runnable, opts.sanitize)
+    res.sanitize = s.to_dict()
+    if s.status != "PASSED":
+        res.status, res.gate, res.reason, res.promotable = s.status, "sanitize", s.reason, False
 
 
 def _stop(res: SolutionResult, status: str, gate: str, reason: str, workload_note: str) -> None:

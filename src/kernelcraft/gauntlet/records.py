@@ -17,7 +17,7 @@ Status = Literal[
     "PASSED", "COMPILE_ERROR", "RUNTIME_ERROR", "TIMEOUT", "INCORRECT_SHAPE", "INCORRECT_DTYPE",
     "INCORRECT_NUMERICAL", "REJECTED", "SKIPPED",
 ]
-Gate = Literal["static", "build", "correctness", "generalization", "integrity", "timing", "reference"]
+Gate = Literal["static", "build", "correctness", "generalization", "integrity", "timing", "reference", "sanitize"]
 
 
 class _Record(BaseModel):
@@ -59,6 +59,7 @@ class SolutionResult(_Record):
     wall_s: float = 0.0  # wall time of this solution's whole evaluation
     workloads: list[WorkloadResult] = Field(default_factory=list)
     holdouts: list[WorkloadResult] = Field(default_factory=list)  # generalization gate: unseen shapes
+    sanitize: dict | None = None  # eval --sanitize: compute-sanitizer per tool (errors, excerpt, shapes)
 
 
 class EvalReport(_Record):
