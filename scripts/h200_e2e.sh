@@ -53,6 +53,13 @@ if [ "$stage" = prepare ]; then
   # --without-pip: the system's pip (visible through --system-site-packages) installs into the venv,
   # and a system Python without ensurepip still makes one
   python3 -m venv --system-site-packages --without-pip "$W/venv" || exit 1
+  # When python3 is itself a virtual environment (the device's is), --system-site-packages reaches
+  # the base interpreter's packages, not torch's: a .pth names the site folders python3 imports torch
+  # from (not PYTHONPATH's, so kernelcraft stays out)
+  env -u PYTHONPATH python3 -c "import site; print('\n'.join(site.getsitepackages()))" \
+    > "$("$W/venv/bin/python" -c "import sysconfig; print(sysconfig.get_paths()['purelib'])")/_kc_parent_site.pth"
+  env -u PYTHONPATH "$W/venv/bin/python" -c "import torch, sys; print('clean venv:', sys.prefix, 'torch', torch.__version__)" || exit 1
+  env -u PYTHONPATH "$W/venv/bin/python" -c "import kernelcraft" 2>/dev/null && { echo "kernelcraft is importable in the clean venv"; exit 1; }
   # transformers for the venv: pip resolves against the system's packages, installs what is missing
   "$W/venv/bin/python" -m pip install -q --no-index --find-links .whl/e2e "transformers==5.24.0" 2>&1 | tail -3
   "$W/venv/bin/python" -m pip install -q --no-index --no-deps "$W"/export/dist/*.whl || exit 1
