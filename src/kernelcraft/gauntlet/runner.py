@@ -8,6 +8,7 @@ run around every candidate call; a second call on the same inputs must agree bit
 
 from __future__ import annotations
 
+import random
 from collections.abc import Callable
 from contextlib import nullcontext
 from typing import Any
@@ -223,6 +224,11 @@ class Runner:
                     f"call on the same inputs in {n} element(s): the timed work is not the checked work")
         return ""
 
+    def _extra_warmup(self, w: Workload) -> int:
+        """0-3 more warm-up calls, drawn from the run's secret seed: how many calls precede the
+        capture and the timed replays cannot be predicted by candidate code that counts its calls."""
+        return random.Random(f"{self.seed}:{w.uuid}").randrange(4)
+
     def time(self, w: Workload, role: str, **policy: Any) -> dict:
         axes = self.d.axis_values(w.axes)
         inputs = make_inputs(self.task, w, self.seed, self.device)
@@ -243,7 +249,8 @@ class Runner:
         graphs: dict[str, tuple[object, object]] = {}
         try:
             t = time_interleaved(fns, self.device, budget_ms=p["budget_ms"], min_reps=p["min_reps"],
-                                 max_reps=p["max_reps"], warmup=p["warmup"], graphs=graphs)
+                                 max_reps=p["max_reps"], warmup=p["warmup"] + self._extra_warmup(w),
+                                 graphs=graphs)
             mismatch = self._graph_mismatch(graphs.get("candidate"), inputs, axes, outs if self.dps else None)
         except BaseException as e:  # noqa: BLE001
             return {"status": "RUNTIME_ERROR", "gate": "timing", "reason": candidate_traceback(e)}
