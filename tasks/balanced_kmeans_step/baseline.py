@@ -11,7 +11,9 @@ import torch
 def run(points, centroids):
     n, k = points.shape[0], centroids.shape[0]
     cap = (n + k - 1) // k
+    # |x|^2 matters here (unlike a plain argmin): each centroid ranks *different* points by distance
     dist = torch.addmm((centroids * centroids).sum(1), points, centroids.T, beta=1.0, alpha=-2.0)
+    dist += (points * points).sum(1, keepdim=True)
     assign = torch.full((n,), -1, dtype=torch.int64, device=points.device)
     count = torch.zeros(k, dtype=torch.int64, device=points.device)
     active = torch.arange(n, device=points.device)
