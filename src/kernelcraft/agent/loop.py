@@ -62,9 +62,9 @@ def brief(task: Task, device: str, baseline: SolutionResult | None) -> str:
             f"{n}: {s.dtype}{list(s.shape) if s.shape is not None else ' scalar'}" for n, s in specs.items()))
     if d.constraints:
         lines.append("constraints: " + "; ".join(d.constraints))
-    for name, spec in d.outputs.items():
-        tol = task.contract.tolerance.for_output(name, spec.dtype)
-        lines.append(f"tolerance {name}: an element fails when |error| > atol={tol.atol:g} and > rtol={tol.rtol:g} x |reference|")
+    from kernelcraft.gauntlet.checkers import describe_checks
+
+    lines += [f"check {line}" for line in describe_checks(d, task.contract)]
     lines.append("workloads: " + "; ".join(", ".join(f"{k}={v}" for k, v in w.axes.items()) for w in task.workloads))
     lines.append("the gauntlet also runs unseen holdout shapes within the constraints, checks bit-exact repeatability, "
                  "and rejects torch compute ops inside run()")

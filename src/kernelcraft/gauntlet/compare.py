@@ -1,6 +1,8 @@
-"""Compare a candidate's outputs with the reference's, element by element.
+"""Compare a candidate's outputs with the reference's.
 
-Shape and dtype must be exact. NaN must sit where the reference has NaN, and +-Inf where it has the
+Shape and dtype must be exact; then each output is judged by its checker
+(:mod:`kernelcraft.gauntlet.checkers`), element-wise ``tolerance`` unless the contract names another.
+For the element-wise check: NaN must sit where the reference has NaN, and +-Inf where it has the
 same infinity. Every other element fails when its error exceeds both ``atol`` and
 ``rtol * |reference|``; no fraction of failing elements is tolerated. A failure message says which
 output, how many elements failed, the worst index, its value and the reference's.
@@ -43,7 +45,7 @@ def normalize_outputs(result: Any, definition: Definition) -> list[Any]:
     return [result]
 
 
-def _fmt_index(flat: int, shape: tuple[int, ...]) -> str:
+def fmt_index(flat: int, shape: tuple[int, ...]) -> str:
     idx = []
     for size in reversed(shape):
         idx.append(flat % size if size else 0)
@@ -51,35 +53,43 @@ def _fmt_index(flat: int, shape: tuple[int, ...]) -> str:
     return "(" + ", ".join(str(i) for i in reversed(idx)) + ")"
 
 
+def _validate(name: str, got: Any, want_shape: tuple[int, ...] | None, dtype: str, device: str) -> Check | None:
+    """Shape, dtype and device of one output; None when they are what the definition says."""
+    if want_shape is None:  # a scalar output
+        if isinstance(got, torch.Tensor) and got.numel() != 1:
+            return Check("INCORRECT_SHAPE", f"output {name!r}: expected a scalar, got shape {tuple(got.shape)}")
+        return None
+    if not isinstance(got, torch.Tensor):
+        return Check("INCORRECT_SHAPE", f"output {name!r}: expected a tensor of shape {want_shape}, got {type(got).__name__}")
+    if tuple(got.shape) != want_shape:
+        return Check("INCORRECT_SHAPE", f"output {name!r}: shape {tuple(got.shape)}, expected {want_shape}")
+    if got.dtype != torch_dtype(dtype):
+        return Check("INCORRECT_DTYPE", f"output {name!r}: dtype {str(got.dtype).removeprefix('torch.')}, expected {dtype}")
+    if got.device.type != torch.device(device).type:
+        return Check("RUNTIME_ERROR", f"output {name!r} is on {got.device}, expected {device}")
+    return None
+
+
 def compare(outputs: list[Any], expected: list[Any], definition: Definition, contract: Contract,
-            axes: dict[str, int], device: str) -> Check:
-    worst_abs = 0.0
-    worst_rel = 0.0
-    for (name, spec), got, ref in zip(definition.outputs.items(), outputs, expected, strict=True):
-        want_shape = definition.shape(spec, axes)
-        want_dtype = torch_dtype(spec.dtype)
-        if want_shape is None:  # a scalar output
-            if isinstance(got, torch.Tensor):
-                if got.numel() != 1:
-                    return Check("INCORRECT_SHAPE", f"output {name!r}: expected a scalar, got shape {tuple(got.shape)}")
-                got = got.item()
-            got_t = torch.tensor([float(got)], dtype=torch.float64)
-            ref_t = torch.tensor([float(ref.item() if isinstance(ref, torch.Tensor) else ref)], dtype=torch.float64)
-            shape: tuple[int, ...] = (1,)
-        else:
-            if not isinstance(got, torch.Tensor):
-                return Check("INCORRECT_SHAPE", f"output {name!r}: expected a tensor of shape {want_shape}, got {type(got).__name__}")
-            if tuple(got.shape) != want_shape:
-                return Check("INCORRECT_SHAPE", f"output {name!r}: shape {tuple(got.shape)}, expected {want_shape}")
-            if got.dtype != want_dtype:
-                return Check("INCORRECT_DTYPE", f"output {name!r}: dtype {str(got.dtype).removeprefix('torch.')}, expected {spec.dtype}")
-            if got.device.type != torch.device(device).type:
-                return Check("RUNTIME_ERROR", f"output {name!r} is on {got.device}, expected {device}")
-            got_t = got.detach().to(torch.float64)
-            ref_t = ref.detach().to(device=got.device, dtype=torch.float64)
-            shape = want_shape
-        tol = contract.tolerance.for_output(name, spec.dtype)
-        check = _compare_values(name, got_t, ref_t, tol.atol, tol.rtol, shape)
+            axes: dict[str, int], device: str, inputs: list[Any] | None = None) -> Check:
+    """Judge a candidate's outputs: shape, dtype and device exactly, then each output group by the
+    contract's checker (:mod:`kernelcraft.gauntlet.checkers`; ``tolerance`` by default). ``inputs``
+    (the pristine inputs, in the definition's order) are what set-valued and objective checkers read."""
+    from kernelcraft.gauntlet.checkers import Context, checkers_for
+
+    got: dict[str, Any] = {}
+    ref: dict[str, Any] = {}
+    for (name, spec), g, r in zip(definition.outputs.items(), outputs, expected, strict=True):
+        bad = _validate(name, g, definition.shape(spec, axes), spec.dtype, device)
+        if bad is not None:
+            return bad
+        if spec.shape is None and isinstance(g, torch.Tensor):
+            g = g.item()
+        got[name], ref[name] = g, r
+    ctx = Context(definition, contract, axes, device, dict(zip(definition.inputs, inputs or [], strict=False)), got, ref)
+    worst_abs = worst_rel = 0.0
+    for checker in checkers_for(definition, contract):
+        check = checker.check(ctx)
         worst_abs = max(worst_abs, check.max_abs_error)
         worst_rel = max(worst_rel, check.max_rel_error)
         if check.status != "PASSED":
@@ -88,7 +98,18 @@ def compare(outputs: list[Any], expected: list[Any], definition: Definition, con
     return Check("PASSED", "", worst_abs, worst_rel)
 
 
-def _compare_values(name: str, got: torch.Tensor, ref: torch.Tensor, atol: float, rtol: float,
+def canonical_outputs(outputs: list[Any], definition: Definition, contract: Contract) -> list[Any]:
+    """The outputs as the determinism gate compares them: set-valued checkers put each row in a
+    canonical order (a different order of tied top-k entries is the same answer)."""
+    from kernelcraft.gauntlet.checkers import checkers_for
+
+    by_name = dict(zip(definition.outputs, outputs, strict=True))
+    for checker in checkers_for(definition, contract):
+        by_name = checker.canonical(by_name)
+    return [by_name[n] for n in definition.outputs]
+
+
+def compare_values(name: str, got: torch.Tensor, ref: torch.Tensor, atol: float, rtol: float,
                     shape: tuple[int, ...]) -> Check:
     got = got.reshape(-1)
     ref = ref.reshape(-1)
@@ -110,7 +131,7 @@ def _compare_values(name: str, got: torch.Tensor, ref: torch.Tensor, atol: float
         return Check(
             "INCORRECT_NUMERICAL",
             f"output {name!r}: {n_special} of {n} elements disagree on NaN/Inf; first at index "
-            f"{_fmt_index(i, shape)}: got {got[i].item():.6g}, expected {ref[i].item():.6g}",
+            f"{fmt_index(i, shape)}: got {got[i].item():.6g}, expected {ref[i].item():.6g}",
             float("inf"), float("inf"),
         )
     n_bad = int(numeric_bad.sum())
@@ -121,7 +142,7 @@ def _compare_values(name: str, got: torch.Tensor, ref: torch.Tensor, atol: float
         return Check(
             "INCORRECT_NUMERICAL",
             f"output {name!r}: {n_bad} of {n} elements ({100.0 * n_bad / n:.3g}%) exceed both atol={atol:g} "
-            f"and rtol={rtol:g}; worst at index {_fmt_index(i, shape)}: got {got[i].item():.6g}, expected "
+            f"and rtol={rtol:g}; worst at index {fmt_index(i, shape)}: got {got[i].item():.6g}, expected "
             f"{ref[i].item():.6g} (abs error {abs_err[i].item():.3g}, rel error {rel_err[i].item():.3g})",
             max_abs, max_rel,
         )

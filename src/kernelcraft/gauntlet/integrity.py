@@ -11,8 +11,9 @@ Each failed check names its class in brackets, so a verdict says which way of ch
   allowed, and ``contract.toml`` ``[integrity] allowed_torch_ops`` may allow more;
 - ``[threads]`` the call left more Python threads running than before it;
 - ``[nondeterminism]`` two runs on identical inputs disagree bit for bit (uninitialised memory,
-  races, state kept between calls); ``[integrity] deterministic = false`` relaxes it for tasks
-  where atomics make bitwise repeatability impossible.
+  races, state kept between calls), compared in the checkers' canonical form (tied top-k entries
+  may come in another order); ``[integrity] deterministic = false`` relaxes it for tasks where
+  atomics make bitwise repeatability impossible: the second run must then pass the checks again.
 - ``[harness-tamper]`` a function or class the harness relies on (torch, time, builtins, the
   worker's pipe, kernelcraft's own modules) was replaced: :class:`TamperSnapshot` records the
   identity of every callable attribute of those namespaces before the candidate is imported and
@@ -102,7 +103,7 @@ def _watched() -> dict[str, object]:
 
     import torch.nn.functional
 
-    from kernelcraft.gauntlet import compare, integrity, runner
+    from kernelcraft.gauntlet import checkers, compare, integrity, runner
     from kernelcraft.measure import timing
     from kernelcraft.task import inputs
 
@@ -112,7 +113,7 @@ def _watched() -> dict[str, object]:
         "torch.nn.functional": torch.nn.functional, "torch.testing": torch.testing,
         "Connection": multiprocessing.connection.Connection,
     }
-    for mod in (compare, integrity, runner, timing, inputs):
+    for mod in (compare, checkers, integrity, runner, timing, inputs):
         watched[mod.__name__] = mod
     watched["Runner"] = runner.Runner
     watched["OpAudit"] = OpAudit

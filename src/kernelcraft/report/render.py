@@ -52,10 +52,9 @@ def _contract(data: ReportData) -> list[str]:
             f"{n} {s.dtype}{list(s.shape) if s.shape is not None else ' scalar'}" for n, s in specs.items()))
     if d.constraints:
         out.append("constraints: " + "; ".join(d.constraints))
-    for n, s in d.outputs.items():
-        tol = c.tolerance.for_output(n, s.dtype)
-        out.append(f"tolerance {n}: an element fails when |error| > {tol.atol:g} and > {tol.rtol:g} x |reference| "
-                   "(float64 reference)")
+    from kernelcraft.gauntlet.checkers import describe_checks
+
+    out += [f"check {line}" for line in describe_checks(d, c)]
     out.append(f"workloads: {len(t.workloads)}; holdout shapes per run: {c.generalization.holdouts}"
                + (f" plus {len(c.generalization.shapes)} fixed" if c.generalization.shapes else ""))
     out.append(f"promotion: every gate PASSED and x baseline >= {c.promotion.min_speedup_vs_baseline:g}"

@@ -30,6 +30,14 @@ exactly these defaults:
   output written once; default flops: 0, a memory-bound task); ``flops_dtype`` names the calibrated
   matrix throughput the FLOPs run at (default: the first floating input's dtype); ``max_sol`` 1.25:
   a time faster than the device's measured floor divided by this is REJECTED as impossible.
+- ``[[check]]`` how outputs are judged, one table per checker (default: none, every output by
+  ``tolerance``). ``kind`` picks a checker of :mod:`kernelcraft.gauntlet.checkers`: ``tolerance``
+  (the element-wise check above) and ``exact`` (bitwise / integer equality) name their ``outputs``;
+  ``topk`` (set-valued: values + indices of the largest entries per row of an input),
+  ``argmin`` (an index per row whose objective, e.g. the squared distance to the chosen centroid, is
+  within ``atol + rtol * scale`` of the best one) and ``balanced_kmeans`` (capacities, objective
+  within ``objective_rtol`` of the reference's, centroids consistent with the assignment) name the
+  inputs and outputs they read. An output no checker names is judged by ``tolerance``.
 - ``target_hardware`` list of device names the task is meant for (informational), default any.
 """
 
@@ -37,7 +45,7 @@ from __future__ import annotations
 
 import tomllib
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
@@ -76,12 +84,32 @@ class Tolerances(_Strict):
         return Tolerance(atol=atol, rtol=rtol)
 
 
+def _axis_expression(v: float | str) -> float | str:
+    if isinstance(v, str):
+        from kernelcraft.task.definition import parse_constraint
+
+        parse_constraint(v)  # arithmetic over axis names only
+    return v
+
+
 class InputDistribution(_Strict):
     dist: Literal["normal", "uniform", "randint"]
     mean: float = 0.0
     std: float = 1.0
-    low: float = 0.0
-    high: float = 1.0
+    # a number, or an expression over axis names ("vocab_size"): a target index in [0, vocab_size)
+    low: float | str = 0.0
+    high: float | str = 1.0
+
+    @field_validator("low", "high")
+    @classmethod
+    def _safe(cls, v: float | str) -> float | str:
+        return _axis_expression(v)
+
+    def bounds(self, axes: dict[str, int]) -> tuple[float, float]:
+        from kernelcraft.task.definition import eval_expression
+
+        return tuple(float(eval_expression(v, axes)) if isinstance(v, str) else float(v)
+                     for v in (self.low, self.high))
 
 
 class Limits(_Strict):
@@ -127,6 +155,57 @@ class Roofline(_Strict):
         return v
 
 
+class ToleranceCheck(_Strict):
+    """Element-wise: an element fails when its error exceeds both atol and rtol * |reference|."""
+    kind: Literal["tolerance"]
+    outputs: list[str] = Field(min_length=1)
+
+
+class ExactCheck(_Strict):
+    """Bit-for-bit equality with the reference rounded to the output's dtype (integers: equality)."""
+    kind: Literal["exact"]
+    outputs: list[str] = Field(min_length=1)
+
+
+class TopKCheck(_Strict):
+    """Set-valued top-k along the last dim of ``input``: any valid answer passes, ties in any order."""
+    kind: Literal["topk"]
+    input: str  # the tensor the top-k is taken of, [..., n]
+    values: str  # output [..., k]: must equal input.gather(indices) and the reference's values within [tolerance]
+    indices: str  # output [..., k]: in [0, n), unique per row
+    largest: bool = True
+    sorted: bool = True  # values must be ordered (descending when largest) along the last dim
+
+
+class ArgminCheck(_Strict):
+    """One index per row of ``points`` into the rows of ``centroids``, judged by its objective."""
+    kind: Literal["argmin"]
+    index: str  # output [n], an integer dtype
+    points: str  # input [n, d]
+    centroids: str  # input [k, d]
+    objective: Literal["sq_euclidean"] = "sq_euclidean"
+    # chosen - best <= atol + rtol * scale, scale = |x_i|^2 + max_j |c_j|^2 (what rounding errors of the
+    # expanded distance |x|^2 - 2 x.c + |c|^2 grow with)
+    atol: float = Field(default=0.0, ge=0)
+    rtol: float = Field(default=1e-6, ge=0)
+
+
+class BalancedKMeansCheck(_Strict):
+    """One balanced k-means step: validity (indices in range, at most ceil(n/k) points per cluster),
+    quality (assignment objective within ``objective_rtol`` of the reference's), and centroids equal
+    to the mean of the points assigned to them (within [tolerance] of that output)."""
+    kind: Literal["balanced_kmeans"]
+    points: str  # input [n, d]
+    centroids: str  # input [k, d]: the centroids the assignment is made against
+    assignment: str  # output [n], an integer dtype
+    new_centroids: str  # output [k, d]: mean of each cluster's points; an empty cluster keeps its centroid
+    objective_rtol: float = Field(default=1e-3, ge=0)
+
+
+Check = Annotated[ToleranceCheck | ExactCheck | TopKCheck | ArgminCheck | BalancedKMeansCheck,
+                  Field(discriminator="kind")]
+
+
 class Contract(_Strict):
     tolerance: Tolerances = Field(default_factory=Tolerances)
     weights: dict[str, float] = Field(default_factory=dict)
@@ -138,6 +217,7 @@ class Contract(_Strict):
     generalization: Generalization = Field(default_factory=Generalization)
     roofline: Roofline = Field(default_factory=Roofline)
     target_hardware: list[str] = Field(default_factory=list)
+    check: list[Check] = Field(default_factory=list)
 
     def weight(self, uuid: str) -> float:
         return self.weights.get(uuid, 1.0)

@@ -1,7 +1,7 @@
 """Make the inputs of one workload, on one device, from one seed.
 
 Distributions of ``random`` inputs (documented defaults; ``[inputs.<name>]`` in contract.toml
-overrides): floats N(0, 1) drawn in float32 and rounded to the dtype; int8 randint[-128, 128);
+overrides; ``low``/``high`` may be expressions over axis names, e.g. ``high = "vocab_size"``): floats N(0, 1) drawn in float32 and rounded to the dtype; int8 randint[-128, 128);
 other signed ints randint[-1024, 1024); uint8 randint[0, 256); bool randint[0, 2). A random input
 with ``shape: null`` is a Python scalar drawn the same way.
 
@@ -40,15 +40,17 @@ def _default_dist(dtype: torch.dtype) -> InputDistribution:
     return InputDistribution(dist="randint", low=-1024, high=1024)
 
 
-def _draw(shape: tuple[int, ...], dtype: torch.dtype, dist: InputDistribution, gen: torch.Generator, device: str) -> torch.Tensor:
+def _draw(shape: tuple[int, ...], dtype: torch.dtype, dist: InputDistribution, gen: torch.Generator, device: str,
+          axes: dict[str, int]) -> torch.Tensor:
+    low, high = dist.bounds(axes)
     if dist.dist == "randint":
-        t = torch.randint(int(dist.low), int(dist.high), shape, generator=gen, device=device, dtype=torch.int64)
+        t = torch.randint(int(low), int(high), shape, generator=gen, device=device, dtype=torch.int64)
     else:
         t = torch.empty(shape, dtype=torch.float32, device=device)
         if dist.dist == "normal":
             t.normal_(dist.mean, dist.std, generator=gen)
         else:
-            t.uniform_(dist.low, dist.high, generator=gen)
+            t.uniform_(low, high, generator=gen)
         if not dtype.is_floating_point:
             t = t.round()
     return t.to(dtype)
@@ -72,7 +74,7 @@ def make_inputs(task: Task, workload: Workload, seed: int, device: str) -> list[
             args.append(_load_safetensor(task.root, source.path, source.tensor_key, name, shape, dtype, device))
             continue
         dist = task.contract.inputs.get(name) or _default_dist(dtype)
-        t = _draw(shape or (), dtype, dist, gen, device)
+        t = _draw(shape or (), dtype, dist, gen, device, axes)
         args.append(t.item() if shape is None else t)
     return args
 

@@ -208,9 +208,18 @@ def load_task(root: str | Path) -> Task:
         for uuid in contract.weights:
             if uuid not in uuids:
                 problems.append(Problem(root / "contract.toml", f"weights.{uuid}", "no workload has this uuid", "fix or remove it"))
-        for name in contract.inputs:
+        for name, dist in contract.inputs.items():
             if name not in definition.inputs:
                 problems.append(Problem(root / "contract.toml", f"inputs.{name}", "not an input of the definition", f"use one of {list(definition.inputs)}"))
+            for bound in ("low", "high"):
+                expr = getattr(dist, bound)
+                if isinstance(expr, str) and expression_names(expr) - set(definition.axes):
+                    problems.append(Problem(root / "contract.toml", f"inputs.{name}.{bound}",
+                                            f"names unknown axes {sorted(expression_names(expr) - set(definition.axes))}",
+                                            f"use the definition's axes {list(definition.axes)}"))
+        from kernelcraft.gauntlet.checkers import check_problems
+
+        problems += check_problems(root / "contract.toml", contract, definition)
         for name in contract.tolerance.output:
             if name not in definition.outputs:
                 problems.append(Problem(root / "contract.toml", f"tolerance.output.{name}", "not an output of the definition", f"use one of {list(definition.outputs)}"))
