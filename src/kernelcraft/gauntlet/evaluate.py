@@ -80,25 +80,7 @@ def evaluate(task: Task, entries: list[tuple[str, Solution, str]], opts: Options
     run on every device of ``opts`` at once (or on ``executor``); the report lists them in the order
     given, each appended (and ``on_result`` called) as soon as it and every one before it are done."""
     seed = opts.seed if opts.seed is not None else secrets.randbits(63)
-    report = EvalReport(
-        task=task.definition.name, task_dir=str(task.root), device=opts.device,
-        environment=environment(opts.device), seed=seed,
-        timestamp=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
-        harness_version=HARNESS_VERSION, timing_version=TIMING_VERSION,
-    )
-    cal = None
-    if opts.calibrate and opts.time_it:
-        from kernelcraft.measure.calibrate import cached, calibrate_in_subprocess
-
-        cal = cached(opts.device)  # read here: a child process only when it must be measured
-        if cal is None:
-            if on_progress:
-                on_progress(f"calibration of {opts.device}", "start")
-            cal = calibrate_in_subprocess(opts.device)
-        if cal is not None:
-            report.calibration = {"copy_gbs": cal.copy_gbs, "matmul_tflops": cal.matmul_tflops,
-                                  "fingerprint": cal.fingerprint, "timestamp": cal.timestamp,
-                                  "version": cal.version}
+    report, cal = new_report(task, opts, seed, on_progress)
     results: dict[int, SolutionResult] = {}
     preps: dict[int, Prepared] = {}
     for i, (role, sol, path) in enumerate(entries):
@@ -127,6 +109,31 @@ def evaluate(task: Task, entries: list[tuple[str, Solution, str]], opts: Options
             if prep.logdir is not None:
                 prep.logdir.cleanup()
     return report
+
+
+def new_report(task: Task, opts: Options, seed: int,
+               on_progress: Callable[[str, str], None] | None = None) -> tuple[EvalReport, Calibration | None]:
+    """An empty report (environment, versions, calibration) and the calibration it names."""
+    report = EvalReport(
+        task=task.definition.name, task_dir=str(task.root), device=opts.device,
+        environment=environment(opts.device), seed=seed,
+        timestamp=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        harness_version=HARNESS_VERSION, timing_version=TIMING_VERSION,
+    )
+    cal = None
+    if opts.calibrate and opts.time_it:
+        from kernelcraft.measure.calibrate import cached, calibrate_in_subprocess
+
+        cal = cached(opts.device)  # read here: a child process only when it must be measured
+        if cal is None:
+            if on_progress:
+                on_progress(f"calibration of {opts.device}", "start")
+            cal = calibrate_in_subprocess(opts.device)
+        if cal is not None:
+            report.calibration = {"copy_gbs": cal.copy_gbs, "matmul_tflops": cal.matmul_tflops,
+                                  "fingerprint": cal.fingerprint, "timestamp": cal.timestamp,
+                                  "version": cal.version}
+    return report, cal
 
 
 def executor_for(opts: Options) -> Executor:
