@@ -31,6 +31,13 @@ from kernelcraft.worker.child import Job, warm_main
 # (device, visible GPU) -> (process, parent end of the pipe, environment at spawn)
 _spares: dict[tuple[str, str | None], tuple] = {}
 _spares_lock = threading.Lock()
+_running: dict[str, int] = {}  # a running job's log path -> its worker's pid
+
+
+def running_workers() -> dict[str, int]:
+    """The worker processes running jobs now, by each job's log path."""
+    with _spares_lock:
+        return dict(_running)
 
 
 def _spawn(device: str, visible: str | None = None) -> tuple:
@@ -136,6 +143,8 @@ def run_job(job: Job, build_timeout_s: float, workload_timeout_s: float, spare_n
     worker now. ``slot``: the device's GPU slot, taken when the built job asks for the GPU (the job
     must have ``gpu_slot``) and released once the process has exited."""
     proc, parent_conn = _take(job.device, spare_next, visible)
+    with _spares_lock:
+        _running[job.log_path] = proc.pid
     out = JobOutcome()
     held = False
     try:
@@ -197,6 +206,8 @@ def run_job(job: Job, build_timeout_s: float, workload_timeout_s: float, spare_n
             proc.kill()
         proc.join(timeout=30)
         parent_conn.close()
+        with _spares_lock:
+            _running.pop(job.log_path, None)
         if held:  # only now: work the process left queued on the GPU ended with it
             slot.release()
     return out
