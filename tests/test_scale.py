@@ -6,6 +6,7 @@ workers finished in."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import shutil
@@ -24,7 +25,7 @@ from kernelcraft.gauntlet import Options, evaluate
 from kernelcraft.solution.model import pack_python_file
 from kernelcraft.task.loader import load_task
 from kernelcraft.worker import pool
-from kernelcraft.worker.executor import Done, LocalExecutor, Started, cpu_lanes
+from kernelcraft.worker.executor import Done, Lane, LocalExecutor, Started, cpu_lanes
 
 from conftest import ROOT, small_task
 
@@ -80,7 +81,7 @@ def recorded(task, entries, opts, ex) -> list:
 
 
 def test_two_cpu_workers_record_every_result_once_in_order_and_a_killed_worker_loses_none(task, tmp_path):
-    entries = batch(task, tmp_path, 4, slow=(0, 2))
+    entries = batch(task, tmp_path, 3, slow=(0, 2))
 
     def kill_cand_2(ex, ev):  # during its (slow) build
         if ev.key != 2:
@@ -93,11 +94,35 @@ def test_two_cpu_workers_record_every_result_once_in_order_and_a_killed_worker_l
 
     with Spy(cpu_lanes(2), on_start=kill_cand_2) as ex:
         results = recorded(task, entries, Options(device="cpu", time_it=False, calibrate=False), ex)
-    assert [r.status for r in results] == ["PASSED", "PASSED", "RUNTIME_ERROR", "PASSED"], [r.reason for r in results]
+    assert [r.status for r in results] == ["PASSED", "PASSED", "RUNTIME_ERROR"], [r.reason for r in results]
     assert "killed by signal SIGKILL" in results[2].reason
     assert {r.worker for r in results} == {"cpu#0", "cpu#1"}  # both workers got work
     done = [ev.key for ev in ex.events if isinstance(ev, Done)]
-    assert sorted(done) == [0, 1, 2, 3] and done[0] != 0  # cand_0 (slow to import) finished after another
+    assert sorted(done) == [0, 1, 2] and done[0] != 0  # cand_0 (slow to import) finished after another
+
+
+def test_a_lane_builds_the_next_candidate_while_the_slot_is_held_and_never_shares_it(task, tmp_path):
+    """The GPU lane's scheduling, exercised on the CPU: one lane running two jobs at a time, its slot
+    standing in for the GPU."""
+    entries = batch(task, tmp_path, 2, slow=(1,))
+    with Spy([Lane(label="slot-lane", device="cpu", visible=None, depth=2)]) as ex:
+        results = recorded(task, entries, Options(device="cpu", time_it=False, calibrate=False), ex)
+    assert [r.status for r in results] == ["PASSED"] * 2, [r.reason for r in results]
+    outs = sorted((ev.outcome for ev in ex.events if isinstance(ev, Done)), key=lambda o: o.slot_held)
+    held = [o.slot_held for o in outs]
+    assert all(a[1] <= b[0] for a, b in itertools.pairwise(held)), held  # never two jobs in the slot
+    # some job was taken (spawned, imported, built) while another held the slot
+    assert any(h[0] < o.taken_at < h[1] for h in held for o in outs), (held, [o.taken_at for o in outs])
+
+
+def test_a_request_for_the_gpu_is_accepted_once_and_only_after_a_build_result():
+    build = ("build", None)
+    assert pool._out_of_protocol(("ready",), build, set()) != ""  # before the build's result
+    answered: set = set()
+    assert pool._out_of_protocol(("build", "PASSED", ""), build, answered) == ""
+    assert pool._out_of_protocol(("ready",), build, answered) == ""
+    assert "GPU" in pool._out_of_protocol(("ready",), build, answered)  # a second one
+    assert pool._out_of_protocol(("ready",), ("correctness", "u"), answered) != ""
 
 
 # -- Ray -------------------------------------------------------------------------------------------

@@ -193,7 +193,7 @@ class LocalExecutor(Executor):
                 more = bool(self._queue) or any(self._inbox)
             self._events.put(Started(key, lane.label))
             spare = self.expect_more if self.expect_more is not None else more
-            gated = lane.depth > 1 and job.device.startswith("cuda")
+            gated = lane.depth > 1  # a second job in this lane: it must wait for the slot after its build
             try:
                 outcome = run_job(replace(job, device=lane.device, gpu_slot=gated), build_s, workload_s,
                                   spare_next=spare, visible=lane.visible, slot=lane.slot if gated else None)

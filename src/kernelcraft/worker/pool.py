@@ -89,6 +89,9 @@ class JobOutcome:
     died_status: str = ""  # TIMEOUT or RUNTIME_ERROR
     died_phase: tuple[str, str | None] | None = None  # (gate, uuid) in progress when it ended
     slot_wait_s: float = 0.0  # built and waiting for the device's GPU slot (another job held it)
+    # monotonic times, this process: worker taken, GPU slot acquired and released (None: no slot)
+    taken_at: float = 0.0
+    slot_held: tuple[float, float] | None = None
 
 
 def _log_tail(path: str, n: int = 2500) -> str:
@@ -145,7 +148,7 @@ def run_job(job: Job, build_timeout_s: float, workload_timeout_s: float, spare_n
     proc, parent_conn = _take(job.device, spare_next, visible)
     with _spares_lock:
         _running[job.log_path] = proc.pid
-    out = JobOutcome()
+    out = JobOutcome(taken_at=time.monotonic())
     held = False
     try:
         parent_conn.send(job)
@@ -209,5 +212,6 @@ def run_job(job: Job, build_timeout_s: float, workload_timeout_s: float, spare_n
         with _spares_lock:
             _running.pop(job.log_path, None)
         if held:  # only now: work the process left queued on the GPU ended with it
+            out.slot_held = (t0 + out.slot_wait_s, time.monotonic())
             slot.release()
     return out

@@ -87,7 +87,7 @@ class LaneActor:
 
     def run(self, job: Job, digest: str, packed: bytes, build_s: float, workload_s: float,
             spare_next: bool) -> JobOutcome:
-        gated = self.depth > 1 and self.device.startswith("cuda")
+        gated = self.depth > 1
         with tempfile.TemporaryDirectory(prefix="kc_log_") as logdir:
             job = replace(job, task_root=self._task_root(digest, packed), device=self.device, gpu_slot=gated,
                           log_path=str(Path(logdir) / "worker.log"))
