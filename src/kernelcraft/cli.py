@@ -85,7 +85,8 @@ def _device(device: str) -> str:
 
 DEVICES_HELP = "GPUs to use, as indices among the visible ones (e.g. 0,1); default: every visible GPU"
 WORKERS_HELP = ("with --device cpu: CPU workers side by side (default 1: CPU timings of workers side by side "
-                "disturb each other); with a Ray executor: at most this many actors")
+                "disturb each other); with a Ray executor: this many CPU actors (default: one per CPU of the cluster), "
+                "or at most this many GPUs")
 EXECUTOR_HELP = "local (this machine), ray (a local Ray instance, or RAY_ADDRESS) or ray:ADDRESS (a Ray cluster)"
 OVERLAP_HELP = "on a GPU, build the next candidate only once the current one has finished (default: overlapped)"
 
