@@ -18,10 +18,10 @@ def test_next_job_takes_the_spare_and_a_changed_environment_does_not(monkeypatch
     pool.shutdown_spares()
     try:
         first = pool._take("cpu")
-        spare_pid = pool._spares["cpu"][0].pid
+        spare_pid = pool._spares[("cpu", None)][0].pid
         second = pool._take("cpu")
         assert second[0].pid == spare_pid and second[0].pid != first[0].pid  # a fresh process, already started
-        stale_pid = pool._spares["cpu"][0].pid
+        stale_pid = pool._spares[("cpu", None)][0].pid
         monkeypatch.setenv("KERNELCRAFT_TEST_MARKER", str(os.getpid()))  # the spare saw another environment
         third = pool._take("cpu")
         assert third[0].pid != stale_pid
@@ -36,7 +36,7 @@ def test_no_spare_when_no_job_follows(monkeypatch):
     pool.shutdown_spares()
     proc, conn = pool._take("cpu", spare_next=False)
     try:
-        assert "cpu" not in pool._spares
+        assert ("cpu", None) not in pool._spares
     finally:
         _stop(proc, conn)
 
@@ -46,6 +46,6 @@ def test_spares_can_be_turned_off(monkeypatch):
     pool.shutdown_spares()
     proc, conn = pool._take("cpu")
     try:
-        assert "cpu" not in pool._spares
+        assert ("cpu", None) not in pool._spares
     finally:
         _stop(proc, conn)

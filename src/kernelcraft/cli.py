@@ -83,6 +83,24 @@ def _device(device: str) -> str:
     return device
 
 
+DEVICES_HELP = "GPUs to use, as indices among the visible ones (e.g. 0,1); default: every visible GPU"
+WORKERS_HELP = ("with --device cpu: CPU workers side by side (default 1: CPU timings of workers side by side "
+                "disturb each other); with a Ray executor: this many CPU actors (default: one per CPU of the cluster), "
+                "or at most this many GPUs")
+EXECUTOR_HELP = "local (this machine), ray (a local Ray instance, or RAY_ADDRESS) or ray:ADDRESS (a Ray cluster)"
+OVERLAP_HELP = "on a GPU, build the next candidate only once the current one has finished (default: overlapped)"
+
+
+def _devices(text: str | None) -> list[int] | None:
+    if not text:
+        return None
+    try:
+        return [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        err.print(f"--devices {text!r}: give GPU indices separated by commas, e.g. 0,1")
+        raise typer.Exit(2) from None
+
+
 @app.command("eval")
 def eval_cmd(
     task_dir: Annotated[Path, typer.Argument(help="the task folder")],
@@ -100,6 +118,10 @@ def eval_cmd(
     no_calibrate: Annotated[bool, typer.Option("--no-calibrate", help="skip the speed-of-light fractions and the impossible-speed gate")] = False,
     sanitize: Annotated[bool, typer.Option("--sanitize", help="CUDA: run compute-sanitizer (memcheck, racecheck, initcheck) on every candidate that passes")] = False,
     sanitize_tools: Annotated[str, typer.Option(help="with --sanitize: which compute-sanitizer tools, comma-separated")] = "memcheck,racecheck,initcheck",
+    devices: Annotated[str | None, typer.Option(help=DEVICES_HELP)] = None,
+    workers: Annotated[int | None, typer.Option(help=WORKERS_HELP)] = None,
+    executor: Annotated[str, typer.Option(help=EXECUTOR_HELP)] = "local",
+    no_overlap: Annotated[bool, typer.Option("--no-overlap", help=OVERLAP_HELP)] = False,
 ) -> None:
     """Run the gauntlet on solutions of a task and print (and optionally record) the verdicts."""
     from kernelcraft.gauntlet import Options, baseline_solution, compile_solution, evaluate
@@ -149,7 +171,8 @@ def eval_cmd(
         err.print(f"[yellow]warning[/]: {escape(w)}", highlight=False)
     opts = Options(device=dev, seed=seed, workload_timeout_s=timeout, cpu_max_mb=cpu_max_mb,
                    time_it=not no_timing, timing={"budget_ms": budget_ms} if budget_ms else None,
-                   workloads=workload, calibrate=not no_calibrate, sanitize=tools)
+                   workloads=workload, calibrate=not no_calibrate, executor=executor,
+                   devices=_devices(devices), workers=workers, overlap=not no_overlap, sanitize=tools)
 
     def save(report) -> None:
         # Rewritten after every solution, atomically: an interrupted run keeps what it measured.
@@ -166,7 +189,10 @@ def eval_cmd(
             else:
                 console.print(f"  {name}: {state}", highlight=False, markup=False)
 
-        report = evaluate(task, entries, opts, on_progress=progress, on_result=save)
+        try:
+            report = evaluate(task, entries, opts, on_progress=progress, on_result=save)
+        except InputError as e:
+            _fail_input(e)
     _print_report(report)
     if json_path:
         console.print(f"wrote {json_path}", highlight=False)
@@ -194,6 +220,10 @@ def optimize_cmd(
     timeout: Annotated[float | None, typer.Option(help="seconds allowed per workload phase")] = None,
     budget_ms: Annotated[float | None, typer.Option(help="measured time per timed function per workload")] = None,
     cpu_max_mb: Annotated[float, typer.Option(help="on cpu, skip workloads that move more than this many MB")] = 16.0,
+    devices: Annotated[str | None, typer.Option(help=DEVICES_HELP)] = None,
+    workers: Annotated[int | None, typer.Option(help=WORKERS_HELP)] = None,
+    executor: Annotated[str, typer.Option(help=EXECUTOR_HELP)] = "local",
+    no_overlap: Annotated[bool, typer.Option("--no-overlap", help=OVERLAP_HELP)] = False,
 ) -> None:
     """Let an agent propose kernels; the gauntlet judges each; the ledger remembers every one."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -216,7 +246,8 @@ def optimize_cmd(
         raise typer.Exit(2) from None
     ledger = Ledger(db)
     eval_opts = Options(device=dev, workload_timeout_s=timeout, cpu_max_mb=cpu_max_mb,
-                        timing={"budget_ms": budget_ms} if budget_ms else None, warm_spare=True)
+                        timing={"budget_ms": budget_ms} if budget_ms else None, warm_spare=True,
+                        executor=executor, devices=_devices(devices), workers=workers, overlap=not no_overlap)
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                   console=console) as progress:
         bar = progress.add_task(f"{task.definition.name} with {proposer.name}", total=budget)

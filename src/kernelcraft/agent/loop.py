@@ -3,11 +3,19 @@
 The baseline is evaluated first and kept in the ledger as the run's first candidate (agent
 ``baseline``), so every later speedup has a measured reference point in the same run. Each
 proposal is written to the ledger (``PENDING``) before it is evaluated and updated in its own
-transaction after, so ``--resume`` re-evaluates at most the one candidate that was in flight.
+transaction after, so ``--resume`` re-evaluates at most the candidates that were in flight.
+
+Candidates are evaluated on every device of the executor at once: the agent proposes while a worker
+is free (its history shows in-flight candidates as ``PENDING``), and results are recorded in the
+order the candidates were proposed, whatever order they finish in.
 """
 
 from __future__ import annotations
 
+import collections
+import datetime as dt
+import secrets
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -15,11 +23,13 @@ from pathlib import Path
 from kernelcraft.agent.base import Agent, AgentError, CandidateView, Context
 from kernelcraft.agent.feedback import feedback_text
 from kernelcraft.errors import InputError, Problem
-from kernelcraft.gauntlet import Options, baseline_solution, evaluate
+from kernelcraft.gauntlet import Options, baseline_solution
+from kernelcraft.gauntlet.evaluate import Prepared, executor_for, new_report, prepare
 from kernelcraft.gauntlet.records import SolutionResult
 from kernelcraft.ledger.store import Ledger
 from kernelcraft.solution.model import Solution
 from kernelcraft.task.loader import Task
+from kernelcraft.worker.executor import Started
 
 AGENTS = "tuner, files:DIR, openai:MODEL, anthropic:MODEL, claude-code, codex"
 
@@ -100,54 +110,101 @@ def optimize(task: Task, agent: Agent, ledger: Ledger, opts: OptimizeOptions, re
         ledger.reopen(run_id)
     emit("run", {"run_id": run_id})
 
-    def evaluate_and_record(cid: int, sol: Solution, role: str) -> SolutionResult:
-        emit("evaluating", {"id": cid, "name": sol.name})
-        report = evaluate(task, [(role, sol, f"ledger:{cid}")], eval_opts)
-        res = report.solutions[0]
-        record = report.model_dump(mode="json")
-        record["solutions"] = [res.model_dump(mode="json")]
-        ledger.record(cid, res.status, res.gate, res.reason, res.speedup_vs_baseline, feedback_text(res), record)
-        emit("evaluated", {"id": cid, "name": sol.name, "status": res.status, "speedup": res.speedup_vs_baseline})
-        return res
+    header, cal = new_report(task, eval_opts, 0)  # each candidate's record gets a seed of its own
+    ex = executor_for(eval_opts)
+    ex.expect_more = True  # the next candidate's worker starts warm
+    header.executor = ex.describe()
+    order: collections.deque[int] = collections.deque()  # candidates submitted, not yet recorded
+    preps: dict[int, Prepared] = {}  # in the executor
+    results: dict[int, SolutionResult] = {}  # done, waiting for an earlier candidate to be recorded
+    seeds: dict[int, int] = {}
 
-    run = ledger.run(run_id)
-    # A candidate left PENDING was in flight when the process died: evaluate it now.
-    for c in run.candidates:
-        if c.status == "PENDING":
-            evaluate_and_record(c.id, Solution.model_validate(c.solution), "baseline" if c.agent == "baseline" else "candidate")
-    run = ledger.run(run_id)
-    if not any(c.agent == "baseline" for c in run.candidates):
-        base = baseline_solution(task)
-        cid = ledger.add_candidate(run_id, None, "baseline", "the task's baseline.py", "", base.to_json_dict(), base.source_hash)
-        evaluate_and_record(cid, base, "baseline")
-    failures_in_a_row = 0
-    while True:
+    def submit(cid: int, sol: Solution, role: str) -> None:
+        emit("evaluating", {"id": cid, "name": sol.name})
+        seeds[cid] = eval_opts.seed if eval_opts.seed is not None else secrets.randbits(63)
+        prep = prepare(task, role, sol, f"ledger:{cid}", seeds[cid], eval_opts)
+        order.append(cid)
+        if prep.job is None:
+            results[cid] = prep.res
+        else:
+            preps[cid] = prep
+            ex.submit(cid, prep.job, *prep.timeouts)
+
+    def record_ready() -> None:
+        """Record finished candidates in the order they were submitted, whatever order they finished in."""
+        while order and order[0] in results:
+            cid = order.popleft()
+            res = results.pop(cid)
+            report = header.model_copy(update={
+                "seed": seeds.pop(cid), "solutions": [res],
+                "timestamp": dt.datetime.now(dt.UTC).isoformat(timespec="seconds")})
+            ledger.record(cid, res.status, res.gate, res.reason, res.speedup_vs_baseline, feedback_text(res),
+                          report.model_dump(mode="json"))
+            emit("evaluated", {"id": cid, "name": res.name, "status": res.status, "speedup": res.speedup_vs_baseline})
+
+    def wait_one() -> None:
+        ev = ex.next_event()
+        if isinstance(ev, Started):
+            preps[ev.key].started = time.monotonic()
+        else:
+            results[ev.key] = preps.pop(ev.key).finish(ev, task, cal)
+        record_ready()
+
+    def drain() -> None:
+        while preps:
+            wait_one()
+        record_ready()
+
+    try:
         run = ledger.run(run_id)
-        views = [_view(c) for c in run.candidates if c.agent != "baseline"]
-        if len(views) >= opts.budget:
-            break
-        if opts.target and any((v.speedup_vs_baseline or 0) >= opts.target and v.status == "PASSED" for v in views):
-            break
-        base_row = next(c for c in run.candidates if c.agent == "baseline")
-        base_res = SolutionResult.model_validate(base_row.evaluation["solutions"][0]) if base_row.evaluation else None
-        ctx = Context(task=task, device=opts.device, brief=brief(task, opts.device, base_res), history=views)
-        try:
-            proposal = agent.propose(ctx)
-        except AgentError as e:
-            if not views:
-                raise  # a configuration problem (no key, no CLI, no tunables): nothing was spent yet
-            failures_in_a_row += 1
-            emit("agent_error", {"error": str(e)})
-            if failures_in_a_row >= 3:
-                break
-            continue
+        # Candidates left PENDING were in flight when the process died: evaluate them now.
+        for c in run.candidates:
+            if c.status == "PENDING":
+                submit(c.id, Solution.model_validate(c.solution), "baseline" if c.agent == "baseline" else "candidate")
+        run = ledger.run(run_id)
+        if not any(c.agent == "baseline" for c in run.candidates):
+            base = baseline_solution(task)
+            cid = ledger.add_candidate(run_id, None, "baseline", "the task's baseline.py", "", base.to_json_dict(),
+                                       base.source_hash)
+            submit(cid, base, "baseline")
+        drain()  # the baseline's timings go into every proposal's brief
         failures_in_a_row = 0
-        if proposal is None:
-            emit("exhausted", {})
-            break
-        cid = ledger.add_candidate(run_id, proposal.parent, agent.name, proposal.strategy, proposal.plan,
-                                   proposal.solution.to_json_dict(), proposal.solution.source_hash)
-        evaluate_and_record(cid, proposal.solution, "candidate")
+        while True:
+            run = ledger.run(run_id)
+            views = [_view(c) for c in run.candidates if c.agent != "baseline"]
+            if len(views) >= opts.budget:
+                break
+            if opts.target and any((v.speedup_vs_baseline or 0) >= opts.target and v.status == "PASSED" for v in views):
+                break
+            if len(preps) >= ex.capacity():
+                wait_one()  # every worker is busy: propose once one is free
+                continue
+            base_row = next(c for c in run.candidates if c.agent == "baseline")
+            base_res = SolutionResult.model_validate(base_row.evaluation["solutions"][0]) if base_row.evaluation else None
+            ctx = Context(task=task, device=opts.device, brief=brief(task, opts.device, base_res), history=views)
+            try:
+                proposal = agent.propose(ctx)
+            except AgentError as e:
+                if not views:
+                    raise  # a configuration problem (no key, no CLI, no tunables): nothing was spent yet
+                failures_in_a_row += 1
+                emit("agent_error", {"error": str(e)})
+                if failures_in_a_row >= 3:
+                    break
+                continue
+            failures_in_a_row = 0
+            if proposal is None:
+                emit("exhausted", {})
+                break
+            cid = ledger.add_candidate(run_id, proposal.parent, agent.name, proposal.strategy, proposal.plan,
+                                       proposal.solution.to_json_dict(), proposal.solution.source_hash)
+            submit(cid, proposal.solution, "candidate")
+        drain()
+    finally:
+        ex.close()
+        for prep in preps.values():
+            if prep.logdir is not None:
+                prep.logdir.cleanup()
     return select(ledger, run_id, task)
 
 

@@ -1,6 +1,7 @@
 """The gauntlet, parent side: static gate here, everything that runs code in a fresh worker.
 
-Order for every candidate: static -> build -> correctness on every workload (stops at the first
+Solutions are spread over the devices by an executor (:mod:`kernelcraft.worker.executor`) and
+recorded here, in the order given. Order for every candidate: static -> build -> correctness on every workload (stops at the first
 failure) -> timing of every workload (candidate, baseline and reference interleaved), each
 followed by a recheck of the outputs -> verdict (speedups, weighted geometric mean, promotion).
 """
@@ -26,7 +27,8 @@ from kernelcraft.solution.model import BuildSpec, Solution, SourceFile, pack_pyt
 from kernelcraft.task.loader import Task
 from kernelcraft.task.workload import Workload
 from kernelcraft.worker.child import Job
-from kernelcraft.worker.pool import JobOutcome, run_job
+from kernelcraft.worker.executor import Done, Executor, Started, make_executor
+from kernelcraft.worker.pool import JobOutcome
 
 
 @dataclass
@@ -40,7 +42,11 @@ class Options:
     timing: dict | None = None  # overrides of the contract's [timing]
     workloads: list[str] | None = None  # uuid prefixes to run; None: all
     calibrate: bool = True  # speed-of-light fractions and the impossible-speed gate (cached per device)
-    warm_spare: bool | None = None  # start the next worker early; None: when more solutions follow in this call
+    warm_spare: bool | None = None  # start the next worker early; None: when more solutions are queued
+    executor: str = "local"  # local, ray or ray:ADDRESS (kernelcraft.worker.executor)
+    devices: list[int] | None = None  # with device "cuda": indices of the visible GPUs to use; None: all
+    workers: int | None = None  # with device "cpu": CPU workers side by side; None: the default (1)
+    overlap: bool = True  # on a GPU, build the next candidate while the current one holds the GPU
     sanitize: tuple[str, ...] = ()  # compute-sanitizer tools run on candidates that pass (CUDA only)
 
 
@@ -69,9 +75,58 @@ def compile_solution(task: Task) -> Solution:
 
 def evaluate(task: Task, entries: list[tuple[str, Solution, str]], opts: Options,
              on_progress: Callable[[str, str], None] | None = None,
-             on_result: Callable[[EvalReport], None] | None = None) -> EvalReport:
-    """Evaluate each (role, solution, path) in turn; roles: candidate, baseline, torch.compile."""
+             on_result: Callable[[EvalReport], None] | None = None,
+             executor: Executor | None = None) -> EvalReport:
+    """Evaluate each (role, solution, path); roles: candidate, baseline, torch.compile. The solutions
+    run on every device of ``opts`` at once (or on ``executor``); the report lists them in the order
+    given, each appended (and ``on_result`` called) as soon as it and every one before it are done."""
     seed = opts.seed if opts.seed is not None else secrets.randbits(63)
+    report, cal = new_report(task, opts, seed, on_progress)
+    results: dict[int, SolutionResult] = {}
+    preps: dict[int, Prepared] = {}
+    for i, (role, sol, path) in enumerate(entries):
+        prep = prepare(task, role, sol, path, seed, opts)
+        if prep.job is None:
+            results[i] = prep.res
+        else:
+            preps[i] = prep
+    ex = executor or (executor_for(opts) if preps else None)
+    try:
+        if ex is not None:
+            report.executor = ex.describe()
+            for i, prep in preps.items():
+                ex.submit(i, prep.job, *prep.timeouts)
+        for _, res in drain(ex, preps, task, cal, len(entries), results,
+                            on_start=lambda i: on_progress and on_progress(entries[i][1].name, "start")):
+            report.solutions.append(res)
+            if on_progress:
+                on_progress(res.name, res.status)
+            if on_result:
+                on_result(report)
+    finally:
+        if executor is None and ex is not None:
+            ex.close()
+        for prep in preps.values():
+            if prep.logdir is not None:
+                prep.logdir.cleanup()
+    if opts.sanitize:
+        # After every job: compute-sanitizer's runs are GPU work, and nothing may share a GPU with a
+        # candidate being timed.
+        for res, (role, sol, _) in zip(report.solutions, entries, strict=True):
+            if role == "candidate" and res.status == "PASSED":
+                if on_progress:
+                    on_progress(f"{sol.name} under compute-sanitizer", "start")
+                _sanitize(res, task, sol, opts, seed)
+                if on_progress and res.status != "PASSED":
+                    on_progress(res.name, res.status)
+                if on_result:
+                    on_result(report)
+    return report
+
+
+def new_report(task: Task, opts: Options, seed: int,
+               on_progress: Callable[[str, str], None] | None = None) -> tuple[EvalReport, Calibration | None]:
+    """An empty report (environment, versions, calibration) and the calibration it names."""
     report = EvalReport(
         task=task.definition.name, task_dir=str(task.root), device=opts.device,
         environment=environment(opts.device), seed=seed,
@@ -91,22 +146,59 @@ def evaluate(task: Task, entries: list[tuple[str, Solution, str]], opts: Options
             report.calibration = {"copy_gbs": cal.copy_gbs, "matmul_tflops": cal.matmul_tflops,
                                   "fingerprint": cal.fingerprint, "timestamp": cal.timestamp,
                                   "version": cal.version}
-    for i, (role, sol, path) in enumerate(entries):
-        if on_progress:
-            on_progress(sol.name, "start")
-        spare = opts.warm_spare if opts.warm_spare is not None else i < len(entries) - 1
-        result = evaluate_one(task, role, sol, path, seed, opts, cal, spare_next=spare)
-        report.solutions.append(result)
-        if on_progress:
-            on_progress(sol.name, result.status)
-        if on_result:
-            on_result(report)
-    return report
+    return report, cal
 
 
-def evaluate_one(task: Task, role: str, sol: Solution, path: str, seed: int, opts: Options,
-                 cal: Calibration | None = None, spare_next: bool = False) -> SolutionResult:
-    t0 = time.monotonic()
+def executor_for(opts: Options) -> Executor:
+    ex = make_executor(opts.executor, opts.device, opts.devices, opts.workers, opts.overlap)
+    ex.expect_more = opts.warm_spare
+    return ex
+
+
+def drain(ex: Executor | None, preps: dict, task: Task, cal: Calibration | None, n: int, done: dict[int, SolutionResult],
+          on_start: Callable[[int], object] | None = None):
+    """Yield (index, result) for indices 0..n-1 in order, reading ``ex``'s events until each of
+    ``preps`` (index -> Prepared, submitted under its index) is done; ``done`` holds results that
+    need no worker."""
+    nxt = 0
+    while nxt < n:
+        if nxt in done:
+            yield nxt, done.pop(nxt)
+            nxt += 1
+            continue
+        ev = ex.next_event()
+        if isinstance(ev, Started):
+            preps[ev.key].started = time.monotonic()
+            if on_start:
+                on_start(ev.key)
+            continue
+        done[ev.key] = preps.pop(ev.key).finish(ev, task, cal)
+
+
+@dataclass
+class Prepared:
+    """A solution's record before its worker has run: the static gate's verdict, the skipped
+    workloads, and the job to run (None when nothing needs running)."""
+
+    res: SolutionResult
+    by_uuid: dict[str, WorkloadResult]
+    role: str
+    job: Job | None = None
+    timeouts: tuple[float, float] = (0.0, 0.0)  # build, workload phase
+    logdir: tempfile.TemporaryDirectory | None = None
+    started: float = 0.0
+
+    def finish(self, done: Done, task: Task, cal: Calibration | None) -> SolutionResult:
+        t0 = self.started or time.monotonic()
+        _apply(self.res, self.by_uuid, done.outcome, task, cal, self.role)
+        self.res.worker, self.res.attempts, self.res.retried = done.worker, done.attempts, list(done.retried)
+        self.res.wall_s = time.monotonic() - t0
+        if self.logdir is not None:
+            self.logdir.cleanup()
+        return self.res
+
+
+def prepare(task: Task, role: str, sol: Solution, path: str, seed: int, opts: Options) -> Prepared:
     res = SolutionResult(
         name=sol.name, status="PASSED", author=sol.author, language=sol.spec.language,
         entry_point=sol.spec.entry_point, destination_passing_style=sol.spec.destination_passing_style,
@@ -120,17 +212,17 @@ def evaluate_one(task: Task, role: str, sol: Solution, path: str, seed: int, opt
     res.workloads = [WorkloadResult(uuid=w.uuid, axes=w.axes, status="SKIPPED", reason=skipped[w.uuid] or "not run")
                      for w in selected]
     by_uuid = {r.uuid: r for r in res.workloads}
+    prep = Prepared(res, by_uuid, role)
 
     if role == "candidate":
         verdict = check_static(sol)
         if not verdict.passed:
             _stop(res, "REJECTED", "static", verdict.reason, "not run: rejected by the static gate")
-            res.wall_s = time.monotonic() - t0
-            return res
+            return prep
     if not runnable:
         res.status, res.reason = "SKIPPED", "no workload can run on this device: " + "; ".join(
             sorted({r for r in skipped.values() if r}))
-        return res
+        return prep
 
     holdouts = []
     if role == "candidate":
@@ -146,26 +238,25 @@ def evaluate_one(task: Task, role: str, sol: Solution, path: str, seed: int, opt
     res.holdouts = [WorkloadResult(uuid=h.uuid, axes=h.axes, status="SKIPPED", reason="not run") for h in holdouts]
     by_uuid.update({r.uuid: r for r in res.holdouts})
     limits = task.contract.limits
-    with tempfile.TemporaryDirectory(prefix="kc_log_") as logdir:
-        job = Job(task_root=str(task.root), solution=sol.to_json_dict(), role=role, device=opts.device,
-                  seed=seed, workload_uuids=[w.uuid for w in runnable], log_path=str(Path(logdir) / "worker.log"),
-                  time_it=opts.time_it, timing=opts.timing or {},
-                  holdouts=[h.model_dump(mode="json") for h in holdouts])
-        outcome = run_job(job, opts.build_timeout_s or limits.build_timeout_s,
-                          opts.workload_timeout_s or limits.workload_timeout_s, spare_next=spare_next)
-    _apply(res, by_uuid, outcome, task, cal, role)
-    if opts.sanitize and role == "candidate" and res.status == "PASSED":
-        _sanitize(res, task, sol, opts, seed, runnable)
-    res.wall_s = time.monotonic() - t0
-    return res
+    prep.logdir = tempfile.TemporaryDirectory(prefix="kc_log_")
+    prep.job = Job(task_root=str(task.root), solution=sol.to_json_dict(), role=role, device=opts.device,
+                   seed=seed, workload_uuids=[w.uuid for w in runnable],
+                   log_path=str(Path(prep.logdir.name) / "worker.log"),
+                   time_it=opts.time_it, timing=opts.timing or {},
+                   holdouts=[h.model_dump(mode="json") for h in holdouts])
+    prep.timeouts = (opts.build_timeout_s or limits.build_timeout_s,
+                     opts.workload_timeout_s or limits.workload_timeout_s)
+    return prep
 
 
-def _sanitize(res: SolutionResult, task: Task, sol: Solution, opts: Options, seed: int,
-              runnable: list[Workload]) -> None:
+def _sanitize(res: SolutionResult, task: Task, sol: Solution, opts: Options, seed: int) -> None:
     from kernelcraft.gauntlet.sanitize import sanitize
 
-    s = sanitize(task, sol, opts.device, seed, runnable, opts.sanitize)
+    t0 = time.monotonic()
+    ran = {w.uuid for w in res.workloads if w.status == "PASSED"}
+    s = sanitize(task, sol, opts.device, seed, [w for w in task.workloads if w.uuid in ran], opts.sanitize)
     res.sanitize = s.to_dict()
+    res.wall_s += time.monotonic() - t0
     if s.status != "PASSED":
         res.status, res.gate, res.reason, res.promotable = s.status, "sanitize", s.reason, False
 

@@ -57,6 +57,9 @@ class SolutionResult(_Record):
     source_hash: str = ""  # sha256 of spec + sources (see Solution.source_hash)
     path: str = ""  # where the solution was read from
     wall_s: float = 0.0  # wall time of this solution's whole evaluation
+    worker: str = ""  # where it ran: "cuda:1", "cpu#0", "ray:NODE/cuda:0" (kernelcraft.worker.executor)
+    attempts: int = 1  # more than 1: the node running it died and it was run again elsewhere
+    retried: list[str] = Field(default_factory=list)  # why each earlier attempt was lost
     workloads: list[WorkloadResult] = Field(default_factory=list)
     holdouts: list[WorkloadResult] = Field(default_factory=list)  # generalization gate: unseen shapes
     sanitize: dict | None = None  # eval --sanitize: compute-sanitizer per tool (errors, excerpt, shapes)
@@ -72,6 +75,7 @@ class EvalReport(_Record):
     harness_version: str
     timing_version: str
     calibration: dict | None = None  # the device ceilings "sol" is computed from (kernelcraft calibrate)
+    executor: dict | None = None  # how the solutions were spread: kind, workers (kernelcraft.worker.executor)
     solutions: list[SolutionResult] = Field(default_factory=list)
 
 

@@ -5,6 +5,8 @@ process hangs or dies the parent knows exactly where. Messages are plain tuples:
 
 - ``("phase", gate, uuid | None)`` about to start a gate (for a workload);
 - ``("build", status, reason)`` the build's outcome (``PASSED``, ``COMPILE_ERROR`` or ``SKIPPED``);
+- ``("ready",)`` (jobs with ``gpu_slot``) built; waiting for the parent's ``("go",)``, which comes once
+  this process holds its device's GPU slot;
 - ``("workload", gate, uuid, fields)`` one workload's outcome for that gate;
 - ``("done",)`` finished.
 
@@ -34,15 +36,26 @@ class Job:
     time_it: bool = True
     timing: dict = field(default_factory=dict)  # overrides of the contract's [timing]
     holdouts: list[dict] = field(default_factory=list)  # Workload dicts of the generalization gate
+    # Build first, then wait for the parent's "go" before any GPU work: another process may be timing
+    # on this GPU meanwhile (compilation overlapped with timing, one GPU slot per device).
+    gpu_slot: bool = False
 
 
-def warm_main(conn, device: str) -> None:
+def _only_gpu(visible: str | None) -> None:
+    """Show this process one GPU (before torch is imported): a candidate cannot reach another GPU,
+    where a different candidate may be timed."""
+    if visible is not None:
+        os.environ["CUDA_VISIBLE_DEVICES"] = visible
+
+
+def warm_main(conn, device: str, visible: str | None = None) -> None:
     """A spare worker: spawned ahead of need, it imports what every job needs (torch, triton, the
     gauntlet) while the previous candidate runs, then waits for one job. Each candidate still gets a
     process of its own; only the start-up cost is taken off its turnaround."""
     devnull = os.open(os.devnull, os.O_WRONLY)
     os.dup2(devnull, 1)
     os.dup2(devnull, 2)
+    _only_gpu(visible)
     if not device.startswith("cuda"):
         os.environ["TRITON_INTERPRET"] = "1"  # before triton is imported anywhere in this process
     try:
@@ -81,6 +94,17 @@ def worker_main(conn, job: Job) -> None:
         conn.close()
 
 
+def _take_device(device: str) -> None:
+    import torch
+
+    from kernelcraft.measure import _cudart
+
+    torch.cuda.set_device(torch.device(device).index or 0)
+    # No persisting-L2 carve-out for anyone in this process: data kept resident across the
+    # timer's L2 flush would make a kernel look faster than it is when called once.
+    _cudart.disable_persisting_l2()
+
+
 def _import_file(path: Path, module_name: str):
     import importlib.util
 
@@ -101,8 +125,9 @@ def _run(conn, job: Job) -> None:
     task = load_task(job.task_root)
     definition = task.definition
     workdir = Path(tempfile.mkdtemp(prefix="kc_worker_"))
-    if job.device.startswith("cuda"):
-        torch.cuda.set_device(torch.device(job.device).index or 0)
+    on_gpu = job.device.startswith("cuda")
+    if on_gpu and not job.gpu_slot:
+        _take_device(job.device)
 
     # Trusted code first: the reference and the baseline are loaded before any candidate code runs.
     ref_file = workdir / "kc_reference.py"
@@ -114,12 +139,6 @@ def _run(conn, job: Job) -> None:
     from kernelcraft.gauntlet.runner import Runner
     from kernelcraft.task.workload import Workload
 
-    if job.device.startswith("cuda"):
-        from kernelcraft.measure import _cudart
-
-        # No persisting-L2 carve-out for anyone in this process: data kept resident across the
-        # timer's L2 flush would make a kernel look faster than it is when called once.
-        _cudart.disable_persisting_l2()
     # The global generators get unpredictable seeds: inputs come from private generators of the
     # run's secret seed, and nothing a candidate can read from torch's default generator helps it.
     torch.seed()
@@ -145,6 +164,9 @@ def _run(conn, job: Job) -> None:
 
         prime_dispatch_modes()
         tamper = TamperSnapshot()
+    from kernelcraft.gauntlet.integrity import python_threads
+
+    threads_before = python_threads()
     if job.role == "baseline":
         fn, dps = baseline, False
     elif job.role == "torch.compile":
@@ -160,10 +182,20 @@ def _run(conn, job: Job) -> None:
             return
         dps = solution.spec.destination_passing_style
         tampered = tamper.reason()
+        if not tampered and job.gpu_slot and python_threads() > threads_before:
+            # A thread left by the import could launch GPU work while this process waits for its
+            # slot, i.e. while another candidate is timed on this GPU.
+            tampered = f"[threads] the import left {python_threads() - threads_before} Python thread(s) running"
         if tampered:
             conn.send(("build", "REJECTED", "on import: " + tampered))
             return
     conn.send(("build", "PASSED", ""))
+    if job.gpu_slot:
+        conn.send(("ready",))
+        if conn.recv() != ("go",):
+            return
+    if on_gpu and job.gpu_slot:
+        _take_device(job.device)
 
     runner = Runner(task, fn, dps, reference, baseline, job.device, job.seed, audit=job.role == "candidate",
                     tamper=tamper)

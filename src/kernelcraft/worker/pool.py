@@ -9,6 +9,11 @@ Every job gets a process of its own, but not a cold one: while a job runs, a spa
 device is spawned and imports torch, triton and the gauntlet (:func:`warm_main`), so the next job
 starts without that cost (only when the caller says another job follows). A spare is used only if
 it is alive and the environment has not changed since it was spawned. ``KERNELCRAFT_WARM_WORKER=0`` turns spares off.
+
+A job with ``gpu_slot`` builds first and then asks for its device's GPU slot (``("ready",)``); the
+parent answers ``("go",)`` once it holds the slot and keeps it until the process has exited, so GPU
+work of two candidates never overlaps on one device while their builds may
+(:mod:`kernelcraft.worker.executor` runs two jobs per GPU for that).
 """
 
 from __future__ import annotations
@@ -17,19 +22,28 @@ import multiprocessing as mp
 import os
 import signal
 import threading
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from kernelcraft.worker.child import Job, warm_main
 
-_spares: dict[str, tuple] = {}  # device -> (process, parent end of the pipe, environment at spawn)
+# (device, visible GPU) -> (process, parent end of the pipe, environment at spawn)
+_spares: dict[tuple[str, str | None], tuple] = {}
 _spares_lock = threading.Lock()
+_running: dict[str, int] = {}  # a running job's log path -> its worker's pid
 
 
-def _spawn(device: str) -> tuple:
+def running_workers() -> dict[str, int]:
+    """The worker processes running jobs now, by each job's log path."""
+    with _spares_lock:
+        return dict(_running)
+
+
+def _spawn(device: str, visible: str | None = None) -> tuple:
     ctx = mp.get_context("spawn")
     parent_conn, child_conn = ctx.Pipe(duplex=True)
-    proc = ctx.Process(target=warm_main, args=(child_conn, device), daemon=True)
+    proc = ctx.Process(target=warm_main, args=(child_conn, device, visible), daemon=True)
     proc.start()
     child_conn.close()
     return proc, parent_conn, dict(os.environ)
@@ -39,20 +53,22 @@ def _warm_enabled() -> bool:
     return os.environ.get("KERNELCRAFT_WARM_WORKER", "1") != "0"
 
 
-def _take(device: str, spare_next: bool = True) -> tuple:
+def _take(device: str, spare_next: bool = True, visible: str | None = None) -> tuple:
     """A started worker for ``device``: the spare if it is usable, else a new one; then, when another
     job is expected (``spare_next``), a new spare. A spare nobody takes is pure cost: on a 2-core
-    machine it slowed the test suite, where most evaluations hold one candidate."""
+    machine it slowed the test suite, where most evaluations hold one candidate. ``visible``: the
+    one GPU the process may see (its CUDA_VISIBLE_DEVICES), None to inherit the parent's."""
+    key = (device, visible)
     with _spares_lock:
-        spare = _spares.pop(device, None)
+        spare = _spares.pop(key, None)
         if spare is not None and not (spare[0].is_alive() and spare[2] == dict(os.environ)):
             spare[1].close()
             spare[0].kill()
             spare[0].join(timeout=10)
             spare = None
-        worker = spare or _spawn(device)
+        worker = spare or _spawn(device, visible)
         if spare_next and _warm_enabled():
-            _spares[device] = _spawn(device)
+            _spares[key] = _spawn(device, visible)
     return worker[0], worker[1]
 
 
@@ -72,6 +88,10 @@ class JobOutcome:
     died: str = ""  # why the worker ended abnormally (timeout, signal, exit code, harness error)
     died_status: str = ""  # TIMEOUT or RUNTIME_ERROR
     died_phase: tuple[str, str | None] | None = None  # (gate, uuid) in progress when it ended
+    slot_wait_s: float = 0.0  # built and waiting for the device's GPU slot (another job held it)
+    # monotonic times, this process: worker taken, GPU slot acquired and released (None: no slot)
+    taken_at: float = 0.0
+    slot_held: tuple[float, float] | None = None
 
 
 def _log_tail(path: str, n: int = 2500) -> str:
@@ -105,6 +125,11 @@ def _out_of_protocol(msg: tuple, phase: tuple[str, str | None], answered: set) -
         key = (msg[1], msg[2])
         if key != phase:
             return f"a {msg[1]} result for {msg[2]} arrived during {phase[0]} of {phase[1]}"
+    elif kind == "ready":
+        if phase != ("build", None) or ("build", None) not in answered or ("ready", None) in answered:
+            return f"a request for the GPU arrived during {phase[0]}"
+        answered.add(("ready", None))
+        return ""
     elif kind in ("phase", "fatal", "done"):
         return ""
     else:
@@ -115,11 +140,16 @@ def _out_of_protocol(msg: tuple, phase: tuple[str, str | None], answered: set) -
     return ""
 
 
-def run_job(job: Job, build_timeout_s: float, workload_timeout_s: float, spare_next: bool = False) -> JobOutcome:
+def run_job(job: Job, build_timeout_s: float, workload_timeout_s: float, spare_next: bool = False,
+            visible: str | None = None, slot: threading.Lock | None = None) -> JobOutcome:
     """Run one job in a worker of its own; ``spare_next``: another job will follow, so start its
-    worker now."""
-    proc, parent_conn = _take(job.device, spare_next)
-    out = JobOutcome()
+    worker now. ``slot``: the device's GPU slot, taken when the built job asks for the GPU (the job
+    must have ``gpu_slot``) and released once the process has exited."""
+    proc, parent_conn = _take(job.device, spare_next, visible)
+    with _spares_lock:
+        _running[job.log_path] = proc.pid
+    out = JobOutcome(taken_at=time.monotonic())
+    held = False
     try:
         parent_conn.send(job)
     except (OSError, ValueError):
@@ -157,6 +187,16 @@ def run_job(job: Job, build_timeout_s: float, workload_timeout_s: float, spare_n
                 deadline = build_timeout_s if msg[1] == "build" else workload_timeout_s
             elif kind == "build":
                 out.build = (msg[1], msg[2])
+            elif kind == "ready":
+                t0 = time.monotonic()
+                if slot is not None:
+                    slot.acquire()
+                    held = True
+                out.slot_wait_s = time.monotonic() - t0
+                try:
+                    parent_conn.send(("go",))
+                except (OSError, ValueError):
+                    pass  # it died meanwhile: the next recv says how
             elif kind == "workload":
                 out.workloads.setdefault(msg[2], {})[msg[1]] = msg[3]
             elif kind == "fatal":
@@ -169,4 +209,9 @@ def run_job(job: Job, build_timeout_s: float, workload_timeout_s: float, spare_n
             proc.kill()
         proc.join(timeout=30)
         parent_conn.close()
+        with _spares_lock:
+            _running.pop(job.log_path, None)
+        if held:  # only now: work the process left queued on the GPU ended with it
+            out.slot_held = (t0 + out.slot_wait_s, time.monotonic())
+            slot.release()
     return out

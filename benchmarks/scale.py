@@ -1,0 +1,145 @@
+"""Benchmark of the pool (issue 11): candidates per minute against the number of workers. Prints the
+figures and writes them, with the environment and provenance, to a JSON file.
+
+    python benchmarks/scale.py --device cuda --workers 1,2 --out results/h200x2/scale.json   # 2 GPUs
+    python benchmarks/scale.py --device cpu --workers 1,2 --candidates 4 --cpu-max-mb 0.2 --out /tmp/scale_cpu.json
+
+The batch: the first N configurations of ``TUNABLES`` of a catalog solution (default
+tasks/silu_mul/solutions/triton_tunable.py), every gate and timing included, evaluated by the local
+pool with 1, 2, ... workers (GPUs with ``--device cuda``, CPU workers with ``--device cpu``). Each
+count starts from the same state: new worker processes, and empty Triton and kernelcraft build
+caches, so no count profits from another's compilations. Target (issue 11): 2 GPUs >= 1.8x 1 GPU.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "src"))
+
+TARGET_2X = 1.8
+
+
+def batch(task, solution: Path, n: int, dest: Path) -> list:
+    from kernelcraft.agent.tuner import tunables_of, with_config
+    from kernelcraft.solution.model import pack_python_file
+
+    text = solution.read_text()
+    space, start = tunables_of(text)
+    configs = [start] + [dict(zip(space, combo, strict=True)) for combo in itertools.product(*space.values())]
+    seen, entries = set(), []
+    for cfg in configs:
+        key = tuple(sorted({**start, **cfg}.items()))
+        if key in seen:
+            continue
+        seen.add(key)
+        f = dest / f"cand_{len(entries)}.py"
+        f.write_text(with_config(text, {**start, **cfg}))
+        tag = ",".join(f"{k}={v}" for k, v in key)
+        entries.append(("candidate", pack_python_file(f, task.definition.name, name=f"{solution.stem}[{tag}]"), str(f)))
+        if len(entries) == n:
+            break
+    return entries
+
+
+def run_count(task, entries, device: str, workers: int, budget_ms: float, cpu_max_mb: float) -> dict:
+    from kernelcraft.gauntlet import Options, evaluate
+    from kernelcraft.worker.executor import LocalExecutor, cpu_lanes, gpu_lanes
+    from kernelcraft.worker.pool import shutdown_spares
+
+    shutdown_spares()
+    os.environ["TRITON_CACHE_DIR"] = tempfile.mkdtemp(prefix="kc_scale_triton_")  # cold for every count
+    os.environ["KERNELCRAFT_CACHE"] = tempfile.mkdtemp(prefix="kc_scale_cache_")
+    lanes = cpu_lanes(workers) if device == "cpu" else gpu_lanes("cuda", list(range(workers)))
+    opts = Options(device=device, timing={"budget_ms": budget_ms}, cpu_max_mb=cpu_max_mb)
+    with LocalExecutor(lanes) as ex:
+        t0 = time.monotonic()
+        report = evaluate(task, entries, opts, executor=ex)
+        wall = time.monotonic() - t0
+    shutdown_spares()
+    per_worker: dict[str, int] = {}
+    for s in report.solutions:
+        per_worker[s.worker] = per_worker.get(s.worker, 0) + 1
+    statuses: dict[str, int] = {}
+    for s in report.solutions:
+        statuses[s.status] = statuses.get(s.status, 0) + 1
+    out = {"workers": workers, "worker_labels": [lane.label for lane in lanes], "jobs_per_worker": lanes[0].depth,
+           "candidates": len(entries), "wall_s": wall, "candidates_per_minute": len(entries) / wall * 60,
+           "per_worker": per_worker, "statuses": statuses,
+           "solution_wall_s": [round(s.wall_s, 3) for s in report.solutions],
+           "speedups_vs_baseline": [s.speedup_vs_baseline for s in report.solutions]}
+    print(f"{workers} worker(s) {out['worker_labels']}: {len(entries)} candidates in {wall:.1f} s = "
+          f"{out['candidates_per_minute']:.1f} per minute; {statuses}; per worker {per_worker}", flush=True)
+    return out
+
+
+def _git(*args: str) -> str | None:
+    try:
+        return subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True, timeout=10,
+                              check=True).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return None
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--device", default="cuda", choices=["cuda", "cpu"])
+    ap.add_argument("--workers", default="1,2", help="worker counts to measure, e.g. 1,2 (GPUs or CPU workers)")
+    ap.add_argument("--task", type=Path, default=ROOT / "tasks/silu_mul")
+    ap.add_argument("--solution", type=Path, default=None, help="a solution with TUNABLES (default: "
+                    "the task's solutions/triton_tunable.py)")
+    ap.add_argument("--candidates", type=int, default=12)
+    ap.add_argument("--budget-ms", type=float, default=10.0, help="timing budget per function per workload")
+    ap.add_argument("--cpu-max-mb", type=float, default=16.0, help="on cpu, skip workloads moving more than this")
+    ap.add_argument("--out", type=Path)
+    args = ap.parse_args()
+
+    from kernelcraft.measure.environment import environment
+    from kernelcraft.task.loader import load_task
+
+    task = load_task(args.task)
+    solution = args.solution or args.task / "solutions/triton_tunable.py"
+    counts = [int(x) for x in args.workers.split(",")]
+    result = {"environment": environment(args.device),
+              "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+              "command": " ".join([Path(sys.executable).name, *sys.argv]),
+              "provenance": {"git_commit": _git("rev-parse", "HEAD"), "git_dirty": bool(_git("status", "--porcelain")),
+                             "python": platform.python_version(), "cpu_count": os.cpu_count()},
+              "task": task.definition.name, "solution": str(solution), "device": args.device,
+              "budget_ms": args.budget_ms, "runs": []}
+    if args.device == "cuda":
+        from kernelcraft.worker.executor import visible_gpus
+
+        result["visible_gpus"] = visible_gpus()
+    with tempfile.TemporaryDirectory() as d:
+        entries = batch(task, solution, args.candidates, Path(d))
+        for w in counts:
+            result["runs"].append(run_count(task, entries, args.device, w, args.budget_ms, args.cpu_max_mb))
+    base = next((r for r in result["runs"] if r["workers"] == 1), None)
+    if base:
+        result["speedup_vs_1_worker"] = {str(r["workers"]): r["candidates_per_minute"] / base["candidates_per_minute"]
+                                         for r in result["runs"]}
+        for w, x in result["speedup_vs_1_worker"].items():
+            note = f" (target >= {TARGET_2X}x: {'met' if x >= TARGET_2X else 'missed'})" if w == "2" else ""
+            print(f"throughput with {w} worker(s): {x:.2f}x of 1{note}")
+    text = json.dumps(result, indent=2)
+    if args.out:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(text + "\n")
+        print(f"wrote {args.out}")
+    else:
+        print(text)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,239 @@
+"""Scale-out (issue 11) on CPU with real processes: the local pool with two CPU workers, a worker
+killed mid-batch, and a real two-node Ray cluster on loopback that loses a node mid-batch.
+
+Every test checks what was recorded: each solution once, in the order given, whatever order the
+workers finished in."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+
+from kernelcraft.agent.tuner import with_config
+from kernelcraft.gauntlet import Options, evaluate
+from kernelcraft.solution.model import pack_python_file
+from kernelcraft.task.loader import load_task
+from kernelcraft.worker import pool
+from kernelcraft.worker.executor import Done, Lane, LocalExecutor, Started, cpu_lanes
+
+from conftest import ROOT, small_task
+
+TUNABLE = ROOT / "tasks/silu_mul/solutions/triton_tunable.py"
+# Plain Python at import time: a candidate that takes a few seconds longer to build than the others.
+SLOW_IMPORT = "\n_SLOW = sum(i % 7 for i in range(6_000_000))\n"
+
+
+@pytest.fixture(scope="module")
+def task(tmp_path_factory):
+    return load_task(small_task("silu_mul", tmp_path_factory.mktemp("scale"), [{"num_tokens": 2}]))
+
+
+def batch(task, dest: Path, n: int, slow: tuple[int, ...] = ()) -> list:
+    text = TUNABLE.read_text()
+    entries = []
+    for i in range(n):
+        f = dest / f"cand_{i}.py"
+        f.write_text(with_config(text, {"BLOCK_M": 1, "BLOCK_N": 256 * 2 ** (i % 4), "num_warps": 4})
+                     + (SLOW_IMPORT if i in slow else ""))
+        entries.append(("candidate", pack_python_file(f, task.definition.name, name=f"cand_{i}"), str(f)))
+    return entries
+
+
+class Spy(LocalExecutor):
+    """The local pool, with the events it delivered kept, and a hook on each start."""
+
+    def __init__(self, lanes, on_start=None):
+        super().__init__(lanes)
+        self.events: list = []
+        self.logs: dict = {}
+        self.on_start = on_start
+
+    def submit(self, key, job, build_timeout_s, workload_timeout_s):
+        self.logs[key] = job.log_path
+        super().submit(key, job, build_timeout_s, workload_timeout_s)
+
+    def next_event(self):
+        ev = super().next_event()
+        self.events.append(ev)
+        if isinstance(ev, Started) and self.on_start:
+            self.on_start(self, ev)
+        return ev
+
+
+def recorded(task, entries, opts, ex) -> list:
+    """Evaluate, and return what was recorded after each on_result call (the names, in order)."""
+    seen = []
+    report = evaluate(task, entries, opts, on_result=lambda r: seen.append([s.name for s in r.solutions]),
+                      executor=ex)
+    assert seen == [[e[1].name for e in entries[:k + 1]] for k in range(len(entries))]  # once each, in order
+    return report.solutions
+
+
+def test_two_cpu_workers_record_every_result_once_in_order_and_a_killed_worker_loses_none(task, tmp_path):
+    entries = batch(task, tmp_path, 3, slow=(0, 2))
+
+    def kill_cand_2(ex, ev):  # during its (slow) build
+        if ev.key != 2:
+            return
+        deadline = time.monotonic() + 30
+        while ex.logs[2] not in pool.running_workers() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        time.sleep(0.5)
+        os.kill(pool.running_workers()[ex.logs[2]], signal.SIGKILL)
+
+    with Spy(cpu_lanes(2), on_start=kill_cand_2) as ex:
+        results = recorded(task, entries, Options(device="cpu", time_it=False, calibrate=False), ex)
+    assert [r.status for r in results] == ["PASSED", "PASSED", "RUNTIME_ERROR"], [r.reason for r in results]
+    assert "killed by signal SIGKILL" in results[2].reason
+    assert {r.worker for r in results} == {"cpu#0", "cpu#1"}  # both workers got work
+    done = [ev.key for ev in ex.events if isinstance(ev, Done)]
+    assert sorted(done) == [0, 1, 2] and done[0] != 0  # cand_0 (slow to import) finished after another
+
+
+def test_a_lane_builds_the_next_candidate_while_the_slot_is_held_and_never_shares_it(task, tmp_path):
+    """The GPU lane's scheduling, exercised on the CPU: one lane running two jobs at a time, its slot
+    standing in for the GPU."""
+    entries = batch(task, tmp_path, 2)
+    with Spy([Lane(label="slot-lane", device="cpu", visible=None, depth=2)]) as ex:
+        results = recorded(task, entries, Options(device="cpu", time_it=False, calibrate=False), ex)
+    assert [r.status for r in results] == ["PASSED"] * 2, [r.reason for r in results]
+    outs = sorted((ev.outcome for ev in ex.events if isinstance(ev, Done)), key=lambda o: o.slot_held)
+    held = [o.slot_held for o in outs]
+    assert all(a[1] <= b[0] for a, b in itertools.pairwise(held)), held  # never two jobs in the slot
+    # the second was built while the first held the slot: it asked for the slot before it was free
+    asked = outs[1].slot_held[0] - outs[1].slot_wait_s
+    assert outs[1].slot_wait_s > 0 and asked < held[0][1], (held, outs[1].slot_wait_s)
+
+
+def test_a_request_for_the_gpu_is_accepted_once_and_only_after_a_build_result():
+    build = ("build", None)
+    assert pool._out_of_protocol(("ready",), build, set()) != ""  # before the build's result
+    answered: set = set()
+    assert pool._out_of_protocol(("build", "PASSED", ""), build, answered) == ""
+    assert pool._out_of_protocol(("ready",), build, answered) == ""
+    assert "GPU" in pool._out_of_protocol(("ready",), build, answered)  # a second one
+    assert pool._out_of_protocol(("ready",), ("correctness", "u"), answered) != ""
+
+
+# -- Ray -------------------------------------------------------------------------------------------
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _kill_session(sid: int) -> None:
+    """SIGKILL every process of one session: a node started by this test, and all it spawned
+    (raylet, its workers and their worker subprocesses), nothing else on the machine."""
+    for _ in range(50):
+        pids = []
+        for d in Path("/proc").iterdir():
+            if d.name.isdigit():
+                try:
+                    zombie = (d / "stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"  # dead, not reaped yet
+                    if not zombie and os.getsid(int(d.name)) == sid:
+                        pids.append(int(d.name))
+                except (OSError, IndexError):
+                    pass
+        if not pids:
+            return
+        for pid in pids:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        time.sleep(0.1)
+
+
+class Node:
+    def __init__(self, args: list[str], log: Path, env: dict):
+        self.proc = subprocess.Popen([sys.executable, "-m", "ray.scripts.scripts", "start", "--block", *args],
+                                     env=env, start_new_session=True, stdout=log.open("w"), stderr=subprocess.STDOUT)
+
+    def kill(self) -> None:
+        _kill_session(self.proc.pid)  # start_new_session: the session id is its pid
+        self.proc.wait(timeout=30)
+
+
+@pytest.fixture
+def ray_cluster(tmp_path):
+    ray = pytest.importorskip("ray", reason="ray is not installed (pip install 'kernelcraft[ray]')")
+    port = _free_port()
+    temp = tempfile.mkdtemp(prefix="kcray_", dir="/tmp")  # Ray's socket paths must stay under 107 bytes
+    address = f"127.0.0.1:{port}"
+    # A dead node is noticed within ~2 s instead of the default ~30 s.
+    env = dict(os.environ, RAY_USAGE_STATS_ENABLED="0", RAY_health_check_period_ms="500",
+               RAY_health_check_timeout_ms="500", RAY_health_check_failure_threshold="3")
+    common = ["--node-ip-address=127.0.0.1", "--num-cpus=1", "--num-gpus=0", "--object-store-memory=80000000",
+              "--disable-usage-stats"]
+    nodes = [Node(["--head", f"--port={port}", "--include-dashboard=false", f"--temp-dir={temp}",
+                   "--resources={\"kc_head\": 1}", *common], tmp_path / "head.log", env)]
+    try:
+        deadline = time.monotonic() + 60
+        while True:  # the head's GCS is listening: a node can join
+            with socket.socket() as sock:
+                if sock.connect_ex(("127.0.0.1", port)) == 0:
+                    break
+            assert time.monotonic() < deadline and nodes[0].proc.poll() is None, (tmp_path / "head.log").read_text()[-3000:]
+            time.sleep(0.2)
+        # Not waited for: the executor's second actor is placed once this node has joined.
+        nodes.append(Node([f"--address={address}", "--resources={\"kc_second\": 1}", *common],
+                          tmp_path / "node.log", env))
+        yield address, nodes
+    finally:
+        if ray.is_initialized():
+            ray.shutdown()
+        for n in reversed(nodes):
+            n.kill()
+        shutil.rmtree(temp, ignore_errors=True)
+
+
+def test_ray_cluster_spreads_a_batch_and_survives_losing_a_node(task, tmp_path, ray_cluster):
+    import ray
+
+    from kernelcraft.worker.ray_executor import RayExecutor
+
+    address, nodes = ray_cluster
+    killed = []
+    second = ""
+
+    class KillSecondNode(RayExecutor):
+        """Kills the second node as soon as it has been given its second candidate (the first is done)."""
+
+        starts_there = 0
+
+        def next_event(self):
+            ev = super().next_event()
+            if isinstance(ev, Started) and ev.worker.startswith(f"ray:{second[:8]}"):
+                self.starts_there += 1
+                if self.starts_there == 2:
+                    nodes[1].kill()
+                    killed.append(ev.key)
+            return ev
+
+    entries = batch(task, tmp_path, 3)
+    with KillSecondNode(address, "cpu", workers=2) as ex:  # the second is placed once the node has joined
+        second = next(n["NodeID"] for n in ray.nodes() if "kc_second" in n["Resources"])
+        assert sorted(ex.nodes) == sorted(n["NodeID"] for n in ray.nodes()), "one actor on each node"
+        results = recorded(task, entries, Options(device="cpu", time_it=False, calibrate=False), ex)
+    assert [r.status for r in results] == ["PASSED"] * 3, [r.reason for r in results]
+    on_second = [r for r in results if r.worker.startswith(f"ray:{second[:8]}")]
+    assert on_second, [r.worker for r in results]  # both nodes got work, and the second's result is kept
+    assert killed, "the second node never got a second candidate"
+    lost = results[killed[0]]
+    assert lost.attempts == 2 and not lost.worker.startswith(f"ray:{second[:8]}"), lost.model_dump(exclude={"workloads", "holdouts"})
+    assert "was lost" in lost.retried[0]
+    assert all(r.attempts == 1 for i, r in enumerate(results) if i != killed[0])
+    json.dumps([r.model_dump(mode="json") for r in results])  # the record serializes
