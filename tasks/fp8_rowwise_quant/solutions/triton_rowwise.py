@@ -1,0 +1,43 @@
+"""Dynamic per-token FP8 (e4m3) quantization in Triton: whole rows in registers, one read, one write.
+
+Each program owns BLOCK_M rows (BLOCK_N = next_power_of_2(hidden_size) columns, up to 16384) loaded
+once with 16-byte vectors: amax of |x| is a float32 register reduction, scale = max(amax / 448,
+1 / (448 * 512)) (vLLM's floor), and q = clamp(x / scale, -448, 448) is rounded to e4m3 by the
+conversion and stored, with the row's float32 scale. 3 bytes per element move instead of the eager
+baseline's float32 round trips.
+
+`TUNABLES` / `CONFIG` (for `kernelcraft optimize --agent tuner`): rows per program, and the number
+of row elements each thread holds, from which num_warps follows for every width.
+"""
+import torch
+import triton
+import triton.language as tl
+
+TUNABLES = {"BLOCK_M": [1, 2, 4], "ELEMS_PER_THREAD": [4, 8, 16, 32]}
+CONFIG = {"BLOCK_M": 1, "ELEMS_PER_THREAD": 16}
+
+
+@triton.jit
+def _fp8_rowwise(x_ptr, q_ptr, s_ptr, M, N, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+    rows = tl.program_id(0).to(tl.int64) * BLOCK_M + tl.arange(0, BLOCK_M)
+    cols = tl.arange(0, BLOCK_N)
+    mask = (rows[:, None] < M) & (cols[None, :] < N)
+    offs = rows[:, None] * N + cols[None, :]
+    x = tl.load(x_ptr + offs, mask=mask, other=0.0, eviction_policy="evict_first").to(tl.float32)
+    amax = tl.max(tl.abs(x), axis=1)
+    scale = tl.maximum(amax / 448.0, 1.0 / (448.0 * 512.0))
+    q = tl.minimum(tl.maximum(x / scale[:, None], -448.0), 448.0)
+    tl.store(q_ptr + offs, q.to(q_ptr.dtype.element_ty), mask=mask)
+    tl.store(s_ptr + rows, scale, mask=rows < M)
+
+
+def run(x):
+    m, n = x.shape
+    q = torch.empty((m, n), dtype=torch.float8_e4m3fn, device=x.device)
+    scale = torch.empty((m,), dtype=torch.float32, device=x.device)
+    block_m = CONFIG["BLOCK_M"]
+    block_n = triton.next_power_of_2(n)
+    num_warps = min(32, max(1, block_m * block_n // (32 * CONFIG["ELEMS_PER_THREAD"])))
+    _fp8_rowwise[(triton.cdiv(m, block_m),)](x, q, scale, m, n, BLOCK_M=block_m, BLOCK_N=block_n,
+                                            num_warps=num_warps)
+    return q, scale
