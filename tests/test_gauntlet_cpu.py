@@ -10,9 +10,9 @@ import tomllib
 
 import pytest
 
-from conftest import FIXTURES, TASKS, eval_json
+from conftest import CATALOG, FIXTURES, TASKS, eval_json
 
-TASK_NAMES = ["rmsnorm", "silu_mul", "softmax"]
+TASK_NAMES = CATALOG
 WORKLOAD_FIELDS = {"uuid", "status", "max_abs_error", "max_rel_error", "latency_ms", "baseline_latency_ms",
                    "reference_latency_ms"}
 SOLUTION_FIELDS = {"name", "status", "gate", "reason", "speedup_vs_baseline", "speedup_vs_reference", "workloads"}
@@ -50,7 +50,9 @@ def test_catalog_solutions_on_cpu(task, small_tasks, tmp_path):
             assert w["baseline_latency_ms"] > 0 and w["reference_latency_ms"] > 0
             assert w["timing"]["method"] == "cpu-wall"
         assert s["speedup_vs_baseline"] > 0 and s["speedup_vs_reference"] > 0
-    assert {"triton", "cuda"} <= languages
+    assert "triton" in languages
+    if task in ("rmsnorm", "silu_mul", "softmax"):
+        assert "cuda" in languages
 
 
 @pytest.mark.parametrize("task, name, exp", list(_wrong_cases()))
