@@ -134,6 +134,16 @@ def test_with_compile_adds_torch_compile_row(tmp_path):
     assert row["workloads"][0]["latency_ms"] > 0
 
 
+def test_with_baseline_keeps_the_baseline_row_for_named_solutions(tmp_path):
+    """scripts/h200_catalog.sh names only the promoted solutions and still wants the baseline row."""
+    sol = FIXTURES / "fib_solutions" / "gelu_triton_dps.json"
+    rep = eval_json(FIXTURES / "kda_gelu_request", sol, "--with-baseline", extra=("--workload", "0060a857", "--no-timing"),
+                    tmp=tmp_path)
+    assert [s["name"] for s in rep["solutions"]][0] == "baseline" and len(rep["solutions"]) == 2
+    assert all(s["status"] == "PASSED" for s in rep["solutions"])
+    # (without the flag, named solutions come alone: test_wrong_fixture_is_caught's `[s] = ...`)
+
+
 def test_independently_written_fib_task_with_two_outputs(tmp_path):
     """Written by a contributor from the FlashInfer-Trace spec alone, never edited here: a task with
     two outputs (a tuple from the reference and the baseline) and a DPS Triton solution writing both."""
