@@ -126,22 +126,15 @@ def test_foreign_task_and_fib_solution_evaluate_unchanged(tmp_path):
 
 
 def test_with_compile_adds_torch_compile_row(tmp_path):
-    rep = eval_json(FIXTURES / "kda_gelu_request", "--with-compile", extra=("--workload", "0060a857"), tmp=tmp_path)
-    names = [s["name"] for s in rep["solutions"]]
-    assert names == ["baseline", "torch.compile"]
-    row = rep["solutions"][1]
-    assert row["status"] == "PASSED", row["reason"]
-    assert row["workloads"][0]["latency_ms"] > 0
-
-
-def test_with_baseline_keeps_the_baseline_row_for_named_solutions(tmp_path):
-    """scripts/h200_catalog.sh names only the promoted solutions and still wants the baseline row."""
+    # --with-baseline keeps the baseline row next to a named solution (scripts/h200_catalog.sh
+    # names only the promoted ones); without it named solutions come alone (test_wrong_fixture_is_caught)
     sol = FIXTURES / "fib_solutions" / "gelu_triton_dps.json"
-    rep = eval_json(FIXTURES / "kda_gelu_request", sol, "--with-baseline", extra=("--workload", "0060a857", "--no-timing"),
-                    tmp=tmp_path)
-    assert [s["name"] for s in rep["solutions"]][0] == "baseline" and len(rep["solutions"]) == 2
-    assert all(s["status"] == "PASSED" for s in rep["solutions"])
-    # (without the flag, named solutions come alone: test_wrong_fixture_is_caught's `[s] = ...`)
+    rep = eval_json(FIXTURES / "kda_gelu_request", sol, "--with-compile", "--with-baseline",
+                    extra=("--workload", "0060a857"), tmp=tmp_path)
+    names = [s["name"] for s in rep["solutions"]]
+    assert names[0] == "baseline" and names[2] == "torch.compile" and len(names) == 3
+    assert all(s["status"] == "PASSED" for s in rep["solutions"]), [s["reason"] for s in rep["solutions"]]
+    assert rep["solutions"][2]["workloads"][0]["latency_ms"] > 0
 
 
 def test_independently_written_fib_task_with_two_outputs(tmp_path):
