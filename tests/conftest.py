@@ -21,7 +21,16 @@ SMALL_AXES = {
     "rmsnorm": [{"batch_size": 1}, {"batch_size": 3}],
     "silu_mul": [{"num_tokens": 1}, {"num_tokens": 2}],
     "softmax": [{"num_rows": 1, "width": 1000}, {"num_rows": 3, "width": 4099}, {"num_rows": 2, "width": 32768}],
+    "fused_add_rmsnorm": [{"num_tokens": 1, "hidden_size": 4096}, {"num_tokens": 2, "hidden_size": 5120}],
+    "layernorm": [{"num_tokens": 1, "hidden_size": 2560}, {"num_tokens": 2, "hidden_size": 4544}],
+    "gelu_tanh_mul": [{"num_tokens": 1, "two_i": 16384, "intermediate_size": 8192},
+                      {"num_tokens": 2, "two_i": 6000, "intermediate_size": 3000}],
+    "rope": [{"num_tokens": 1}, {"num_tokens": 2}],
+    # Rows much wider than 1024 columns: wrong/partial_amax.py is caught unless every row's amax
+    # falls in its first 1024 columns (probability ~1e-6 over these rows).
+    "fp8_rowwise_quant": [{"num_tokens": 3, "hidden_size": 14336}, {"num_tokens": 2, "hidden_size": 4096}],
 }
+CATALOG = list(SMALL_AXES)  # catalog I (issue 6); catalog II is tested in test_catalog2.py
 
 
 def small_task(name: str, dest: Path, axes_list: list[dict] | None = None) -> Path:

@@ -10,9 +10,9 @@ import tomllib
 
 import pytest
 
-from conftest import FIXTURES, TASKS, eval_json
+from conftest import CATALOG, FIXTURES, TASKS, eval_json
 
-TASK_NAMES = ["rmsnorm", "silu_mul", "softmax"]
+TASK_NAMES = CATALOG
 WORKLOAD_FIELDS = {"uuid", "status", "max_abs_error", "max_rel_error", "latency_ms", "baseline_latency_ms",
                    "reference_latency_ms"}
 SOLUTION_FIELDS = {"name", "status", "gate", "reason", "speedup_vs_baseline", "speedup_vs_reference", "workloads"}
@@ -50,7 +50,9 @@ def test_catalog_solutions_on_cpu(task, small_tasks, tmp_path):
             assert w["baseline_latency_ms"] > 0 and w["reference_latency_ms"] > 0
             assert w["timing"]["method"] == "cpu-wall"
         assert s["speedup_vs_baseline"] > 0 and s["speedup_vs_reference"] > 0
-    assert {"triton", "cuda"} <= languages
+    assert "triton" in languages
+    if task in ("rmsnorm", "silu_mul", "softmax"):
+        assert "cuda" in languages
 
 
 @pytest.mark.parametrize("task, name, exp", list(_wrong_cases()))
@@ -124,12 +126,15 @@ def test_foreign_task_and_fib_solution_evaluate_unchanged(tmp_path):
 
 
 def test_with_compile_adds_torch_compile_row(tmp_path):
-    rep = eval_json(FIXTURES / "kda_gelu_request", "--with-compile", extra=("--workload", "0060a857"), tmp=tmp_path)
+    # --with-baseline keeps the baseline row next to a named solution (scripts/h200_catalog.sh
+    # names only the promoted ones); without it named solutions come alone (test_wrong_fixture_is_caught)
+    sol = FIXTURES / "fib_solutions" / "gelu_triton_dps.json"
+    rep = eval_json(FIXTURES / "kda_gelu_request", sol, "--with-compile", "--with-baseline",
+                    extra=("--workload", "0060a857"), tmp=tmp_path)
     names = [s["name"] for s in rep["solutions"]]
-    assert names == ["baseline", "torch.compile"]
-    row = rep["solutions"][1]
-    assert row["status"] == "PASSED", row["reason"]
-    assert row["workloads"][0]["latency_ms"] > 0
+    assert names[0] == "baseline" and names[2] == "torch.compile" and len(names) == 3
+    assert all(s["status"] == "PASSED" for s in rep["solutions"]), [s["reason"] for s in rep["solutions"]]
+    assert rep["solutions"][2]["workloads"][0]["latency_ms"] > 0
 
 
 def test_independently_written_fib_task_with_two_outputs(tmp_path):

@@ -8,7 +8,7 @@ from kernelcraft.gauntlet.static import check_static
 from kernelcraft.solution import BuildSpec, Solution, SourceFile, load_solution
 from kernelcraft.task import load_task
 
-from conftest import TASKS
+from conftest import CATALOG, TASKS
 
 KERNEL = '''
 import triton
@@ -27,7 +27,7 @@ def _sol(body: str, language: str = "triton") -> Solution:
                     sources=[SourceFile(path="main.py", content=body)])
 
 
-@pytest.mark.parametrize("name", ["rmsnorm", "silu_mul", "softmax"])
+@pytest.mark.parametrize("name", CATALOG)
 def test_catalog_solutions_pass(name):
     task = load_task(TASKS / name)
     for p in task.solution_paths():

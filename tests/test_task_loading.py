@@ -12,17 +12,17 @@ import pytest
 from kernelcraft.errors import InputError
 from kernelcraft.task import load_task
 
-from conftest import FIXTURES, TASKS, kc
+from conftest import CATALOG, FIXTURES, TASKS, kc
 
 
-@pytest.mark.parametrize("name", ["rmsnorm", "silu_mul", "softmax"])
+@pytest.mark.parametrize("name", CATALOG)
 def test_catalog_task_checks(name):
     proc = kc("task", "check", TASKS / name)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "ok" in proc.stdout
     task = load_task(TASKS / name)
     assert task.readme_path is not None, "every catalog task has a README"
-    assert len(task.solution_paths()) >= 2
+    assert task.solution_paths(), "every catalog task ships at least one solution"
 
 
 def test_kda_request_folder_loads_unchanged():

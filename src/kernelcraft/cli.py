@@ -109,6 +109,7 @@ def eval_cmd(
     json_path: Annotated[Path | None, typer.Option("--json", help="write the evaluation record here")] = None,
     seed: Annotated[int | None, typer.Option(help="replay the inputs of an earlier run (its recorded seed)")] = None,
     with_compile: Annotated[bool, typer.Option("--with-compile", help="add a row: the reference under torch.compile")] = False,
+    with_baseline: Annotated[bool, typer.Option("--with-baseline", help="add the baseline row also when SOLUTIONS are named")] = False,
     workload: Annotated[list[str] | None, typer.Option(help="only workloads whose uuid starts with this (repeatable)")] = None,
     timeout: Annotated[float | None, typer.Option(help="seconds allowed per workload phase (default: the contract's)")] = None,
     cpu_max_mb: Annotated[float, typer.Option(help="on cpu, skip workloads that move more than this many MB")] = 16.0,
@@ -134,8 +135,9 @@ def eval_cmd(
             for prefix in workload:
                 task.workload(prefix)
         entries = []
-        if not solutions:
+        if not solutions or with_baseline:
             entries.append(("baseline", baseline_solution(task), str(task.baseline_path)))
+        if not solutions:
             paths = task.solution_paths()
         else:
             paths = solutions
