@@ -113,6 +113,8 @@ def main() -> None:
     result = {"environment": environment(args.device),
               "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
               "command": " ".join([Path(sys.executable).name, *sys.argv]),
+              # git_commit is the checkout's HEAD where one exists; the device machine gets a copy of the
+              # working tree whose .git may lag: environment.harness_source_sha256 names the code run
               "provenance": {"git_commit": _git("rev-parse", "HEAD"), "git_dirty": bool(_git("status", "--porcelain")),
                              "python": platform.python_version(), "cpu_count": os.cpu_count()},
               "task": task.definition.name, "solution": str(solution), "device": args.device,

@@ -58,3 +58,6 @@ for t in "${tasks[@]}"; do
   cp "results/h200/$t.json" "$OUT/" 2>/dev/null
 done
 echo "=== done in $(( $(date +%s) - start )) s${skipped:+; not run: ${skipped[*]}}"
+
+# at most 8 files come back from $OUT: one archive
+[ "${KC_NO_PACK:-0}" = 1 ] || bash scripts/pack_out.sh

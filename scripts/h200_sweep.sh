@@ -17,3 +17,6 @@ for t in "${tasks[@]}"; do
   timeout 560 python3 -m kernelcraft eval "tasks/$t" --device cuda --with-compile --json "results/h200/$t.json" 2>&1 | tee "$OUT/$t.log"
   cp "results/h200/$t.json" "$OUT/" 2>/dev/null
 done
+
+# at most 8 files come back from $OUT: one archive
+[ "${KC_NO_PACK:-0}" = 1 ] || bash scripts/pack_out.sh

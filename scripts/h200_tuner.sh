@@ -16,3 +16,6 @@ timeout ${TUNER_TIMEOUT:-560} python3 -m kernelcraft optimize "tasks/$t" --agent
   --db "sqlite:///$OUT/ledger.db" --json "results/h200/optimize_${t}_tuner.json" 2>&1 | tee "$OUT/optimize_$t.log"
 cp "results/h200/optimize_${t}_tuner.json" "$OUT/" 2>/dev/null
 python3 -m kernelcraft ledger show --db "sqlite:///$OUT/ledger.db" --json > "$OUT/ledger_${t}.json"
+
+# at most 8 files come back from $OUT: one archive
+[ "${KC_NO_PACK:-0}" = 1 ] || bash scripts/pack_out.sh

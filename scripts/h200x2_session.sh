@@ -14,7 +14,7 @@ OUT=${OUT:-/tmp/out}
 DEADLINE=${DEADLINE:-575}
 mkdir -p "$OUT" results/h200 results/h200x2
 left() { echo $(( DEADLINE - ($(date +%s) - start) )); }
-SCALE_TIMEOUT=${SCALE_TIMEOUT:-200} bash scripts/h200x2_scale.sh
+SCALE_TIMEOUT=${SCALE_TIMEOUT:-200} KC_NO_PACK=1 bash scripts/h200x2_scale.sh
 export PYTHONPATH=/tmp/site:$PWD/src
 export KERNELCRAFT_CACHE=/tmp/kc_cache
 echo "=== harness ($(( $(date +%s) - start )) s)"
@@ -22,7 +22,7 @@ CUDA_VISIBLE_DEVICES=0 timeout 170 python3 benchmarks/harness.py --device cuda -
   --out results/h200/harness.json 2>&1 | grep -v Warning | tee "$OUT/harness.log"
 cp results/h200/harness.json "$OUT/"
 echo "=== catalog ($(( $(date +%s) - start )) s)"
-TOTAL_S=$(( $(left) - 10 )) TASK_S=90 bash scripts/h200_catalog.sh fused_add_rmsnorm layernorm gelu_tanh_mul rope fp8_rowwise_quant
+TOTAL_S=$(( $(left) - 10 )) TASK_S=90 KC_NO_PACK=1 bash scripts/h200_catalog.sh fused_add_rmsnorm layernorm gelu_tanh_mul rope fp8_rowwise_quant
 for t in cross_entropy topk kmeans_assign balanced_kmeans_step; do
   l=$(( $(left) - 5 )); [ "$l" -lt 45 ] && { echo "=== not run: $t"; continue; }
   echo "=== $t (limit $l s)"
@@ -31,3 +31,6 @@ for t in cross_entropy topk kmeans_assign balanced_kmeans_step; do
   cp "results/h200/$t.json" "$OUT/" 2>/dev/null
 done
 echo "=== session done in $(( $(date +%s) - start )) s"
+
+# at most 8 files come back from $OUT: one archive
+[ "${KC_NO_PACK:-0}" = 1 ] || bash scripts/pack_out.sh

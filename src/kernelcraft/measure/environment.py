@@ -9,6 +9,7 @@ import shutil
 import socket
 import subprocess
 from functools import cache
+from pathlib import Path
 
 
 @cache
@@ -57,6 +58,18 @@ def _cpu_count() -> int:
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
 
 
+def harness_source_hash() -> str:
+    """sha256 over kernelcraft's own Python sources (path and content, sorted): which harness code
+    produced a record, also where no git checkout travels with the code (the device machine)."""
+    import hashlib
+
+    root = Path(__file__).resolve().parents[1]
+    h = hashlib.sha256()
+    for f in sorted(root.rglob("*.py")):
+        h.update(str(f.relative_to(root)).encode() + b"\0" + f.read_bytes() + b"\0")
+    return h.hexdigest()
+
+
 def environment(device: str) -> dict:
     """FlashInfer-Trace's {hardware, libs} plus what else is needed to reproduce a number."""
     import torch
@@ -84,6 +97,7 @@ def environment(device: str) -> dict:
         "device_info": info,
         "harness_version": HARNESS_VERSION,
         "timing_version": TIMING_VERSION,
+        "harness_source_sha256": harness_source_hash(),
         "host": socket.gethostname(),
         "platform": platform.platform(),
     }
