@@ -29,6 +29,7 @@ sys.path.insert(0, str(ROOT / "src"))
 # Elements of a float32 `y = x + 1` (one kernel: read 4 B + write 4 B each) sized for each target
 # duration at about 4.2 TB/s; on a CPU the same sizes simply take longer.
 SPREAD_SIZES = {"5us": 2_500_000, "50us": 25_000_000, "2ms": 1_000_000_000}
+WARM_WAIT_S = 10.0  # before each timed turnaround: the spare worker finishes starting
 NCU_SIZES = [10_000_000, 50_000_000, 250_000_000]  # about 20 us, 100 us, 500 us on the H200
 
 
@@ -127,6 +128,9 @@ def turnaround(device: str) -> dict:
             evaluate(task, [("candidate", load_solution(sols["triton"], task.definition.name), "warm-up")], opts)
             sol = load_solution(path, task.definition.name)
             for state in ("cold", "cached"):
+                # "with a warm worker": the previous evaluation left a spare, which needs ~5 s to import
+                # torch and start CUDA; an agent thinking between candidates gives it that time
+                time.sleep(WARM_WAIT_S)
                 t0 = time.monotonic()
                 rep = evaluate(task, [("candidate", sol, str(path))], opts)
                 out[f"{kind}_{state}"] = time.monotonic() - t0
