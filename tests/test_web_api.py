@@ -278,8 +278,10 @@ def _cpu_record() -> dict:
 def test_leaderboards_from_imported_records_and_ledger_runs(app, db_url):
     led: Ledger = app.state.ledger
     got = import_paths(led, [H200])
-    assert [g.new for g in got] == [True, True, True] and not any(g.error for g in got)
-    assert [g.new for g in import_paths(led, [H200])] == [False, False, False]  # importing again is a no-op
+    records = [f for f in H200.rglob("*.json") if "solutions" in json.loads(f.read_text())]
+    assert len(got) == len(records) >= 3
+    assert all(g.new for g in got) and not any(g.error for g in got)
+    assert not any(g.new for g in import_paths(led, [H200]))  # importing again is a no-op
     # a CPU run in the ledger, as `optimize` records it
     rec = _cpu_record()
     run = led.new_run("rmsnorm_bf16_h4096", str(ROOT / "tasks" / "rmsnorm"), {}, "tuner", "cpu", 2, {})
@@ -306,8 +308,8 @@ def test_leaderboards_from_imported_records_and_ledger_runs(app, db_url):
     run_page = c.get(f"/runs/{run}").text
     assert "<svg" in run_page and "tune BLOCK_M=4" in run_page and "promoted" in run_page
     assert c.get(f"/api/runs/{run}").json()["candidates"][1]["parent"] == base
-    assert [t["name"] for t in c.get("/api/tasks").json()] == [
-        "rmsnorm_bf16_h4096", "silu_mul_bf16_i14336", "softmax_bf16"]
+    assert [t["name"] for t in c.get("/api/tasks").json()] == sorted(
+        {json.loads(f.read_text())["task"] for f in records})
     assert "silu_mul_bf16_i14336" in c.get("/tasks").text
 
 
