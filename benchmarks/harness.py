@@ -160,11 +160,11 @@ def candidates_per_minute(device: str, n: int) -> dict:
     per_min = len(entries) / (wall / 60)
     print(f"candidates per GPU-minute: {per_min:.1f} ({len(entries)} candidates, {wall:.1f} s, "
           f"{sum(s.status == 'PASSED' for s in rep.solutions)} PASSED)")
-    per_candidate = [{"name": s.name, "status": s.status, "wall_s": s.wall_s,
+    per_candidate = [{"name": s.name, "status": s.status, "wall_s": s.wall_s, "phases_s": s.phases_s,
                       "reps": [w.timing.get("reps") if w.timing else None for w in s.workloads]}
                      for s in rep.solutions]
     for c in per_candidate:
-        print(f"  {c['name']}: {c['status']} {c['wall_s']:.2f} s, reps per workload {c['reps']}")
+        print(f"  {c['name']}: {c['status']} {c['wall_s']:.2f} s, phases {c['phases_s']}, reps per workload {c['reps']}")
     return {"value": per_min, "candidates": len(entries), "wall_s": wall, "per_candidate": per_candidate}
 
 

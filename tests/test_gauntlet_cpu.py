@@ -43,6 +43,9 @@ def test_catalog_solutions_on_cpu(task, small_tasks, tmp_path):
             continue
         assert s["status"] == "PASSED", (s["name"], s["reason"])
         assert s["gate"] is None
+        # where the worker's time went: spawn and imports, build, checks, timing
+        assert {"start", "build", "correctness", "timing"} <= set(s["phases_s"]), s["phases_s"]
+        assert all(v >= 0 for v in s["phases_s"].values())
         for w in s["workloads"]:
             assert WORKLOAD_FIELDS <= set(w)
             assert w["status"] == "PASSED"

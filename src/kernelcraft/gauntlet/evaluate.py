@@ -192,6 +192,7 @@ class Prepared:
         t0 = self.started or time.monotonic()
         _apply(self.res, self.by_uuid, done.outcome, task, cal, self.role)
         self.res.worker, self.res.attempts, self.res.retried = done.worker, done.attempts, list(done.retried)
+        self.res.phases_s = {k: round(v, 3) for k, v in done.outcome.phases_s.items()}
         self.res.wall_s = time.monotonic() - t0
         if self.logdir is not None:
             self.logdir.cleanup()

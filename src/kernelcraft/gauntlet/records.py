@@ -62,6 +62,7 @@ class SolutionResult(_Record):
     retried: list[str] = Field(default_factory=list)  # why each earlier attempt was lost
     workloads: list[WorkloadResult] = Field(default_factory=list)
     holdouts: list[WorkloadResult] = Field(default_factory=list)  # generalization gate: unseen shapes
+    phases_s: dict[str, float] = Field(default_factory=dict)  # worker wall seconds per phase (start = spawn + imports)
     sanitize: dict | None = None  # eval --sanitize: compute-sanitizer per tool (errors, excerpt, shapes)
 
 

@@ -92,6 +92,9 @@ class JobOutcome:
     # monotonic times, this process: worker taken, GPU slot acquired and released (None: no slot)
     taken_at: float = 0.0
     slot_held: tuple[float, float] | None = None
+    # wall seconds per phase the worker announced ("start": spawn/imports until the build began;
+    # then build, correctness, generalization, timing, ...), slot waits included where they fell
+    phases_s: dict[str, float] = field(default_factory=dict)
 
 
 def _log_tail(path: str, n: int = 2500) -> str:
@@ -155,6 +158,7 @@ def run_job(job: Job, build_timeout_s: float, workload_timeout_s: float, spare_n
     except (OSError, ValueError):
         pass  # the worker died before taking its job: reported below as the process's exit
     phase: tuple[str, str | None] = ("start", None)
+    phase_t0 = out.taken_at
     answered: set[tuple[str, str | None]] = set()  # phases whose one result has arrived
     # Spawning and importing torch is the harness's own cost; give it the build's allowance.
     deadline = build_timeout_s
@@ -183,7 +187,9 @@ def run_job(job: Job, build_timeout_s: float, workload_timeout_s: float, spare_n
                 out.died = f"[forged-result] {forged}; the worker was stopped"
                 break
             if kind == "phase":
-                phase = (msg[1], msg[2])
+                now = time.monotonic()
+                out.phases_s[phase[0]] = out.phases_s.get(phase[0], 0.0) + now - phase_t0
+                phase, phase_t0 = (msg[1], msg[2]), now
                 deadline = build_timeout_s if msg[1] == "build" else workload_timeout_s
             elif kind == "build":
                 out.build = (msg[1], msg[2])
@@ -203,6 +209,7 @@ def run_job(job: Job, build_timeout_s: float, workload_timeout_s: float, spare_n
                 out.died_status, out.died_phase = "RUNTIME_ERROR", phase
                 out.died = f"harness error in the worker (not the candidate's verdict):\n{msg[1]}"
             elif kind == "done":
+                out.phases_s[phase[0]] = out.phases_s.get(phase[0], 0.0) + time.monotonic() - phase_t0
                 break
     finally:
         if proc.is_alive():
