@@ -98,7 +98,7 @@ def main() -> None:
     ap.add_argument("--task", type=Path, default=ROOT / "tasks/silu_mul")
     ap.add_argument("--solution", type=Path, default=None, help="a solution with TUNABLES (default: "
                     "the task's solutions/triton_tunable.py)")
-    ap.add_argument("--candidates", type=int, default=24, help="batch size; 12 on 2 x H200 was mostly ramp-up (results/h200x2/README.md)")
+    ap.add_argument("--candidates", type=int, default=24, help="batch size; with 12 on 2 x H200 the cold first candidates were a large share (results/h200x2/README.md)")
     ap.add_argument("--budget-ms", type=float, default=10.0, help="timing budget per function per workload")
     ap.add_argument("--cpu-max-mb", type=float, default=16.0, help="on cpu, skip workloads moving more than this")
     ap.add_argument("--out", type=Path)
