@@ -1,12 +1,19 @@
-"""Nearest-centroid assignment in Triton: tf32 distance GEMM with a fused running argmin.
+"""Nearest-centroid assignment in Triton: split-tf32 distance GEMM with a fused running argmin.
 
 One program per BLOCK_M points walks all centroids in BLOCK_N tiles: tl.dot(x, c^T) on tensor
-cores in tf32 (fp32 accumulate) over BLOCK_K slices of the feature dim, |c|^2 accumulated from the
-same tiles, score = |c|^2 - 2 x.c (|x|^2 is the same for every centroid of a point, so it cannot
-change the argmin), and a running (min, argmin) per point in registers. The n x k distance matrix
-(4 GiB at 1M x 1024) is never written; points are read once from HBM, the centroids (512 KiB)
-stay in L2. tf32 rounding can swap centroids whose distances differ by less than ~2^-9 of
-|x|^2 + max |c|^2: the contract's argmin check allows exactly that (contract.toml says why).
+cores in split tf32 ("tf32x3", fp32 accumulate) over BLOCK_K slices of the feature dim, |c|^2
+accumulated from the same tiles, score = |c|^2 - 2 x.c (|x|^2 is the same for every centroid of a
+point, so it cannot change the argmin), and a running (min, argmin) per point in registers. The
+n x k distance matrix (4 GiB at 1M x 1024) is never written; points are read once from HBM, the
+centroids (512 KiB) stay in L2.
+
+Precision: with plain tf32 (one MMA, operands cut to 10 mantissa bits) the H200 run failed the
+argmin check at n = 1,048,576, d = 128, k = 1,024. "tf32x3" splits each operand into a tf32 head
+and tail and issues three tensor-core MMAs (head*head + head*tail + tail*head): still tensor
+cores, ~3x the MMA work, x.c close to fp32 accuracy, so near ties are decided about as a float32
+GEMM decides them. The c^T tile is addressed directly instead of transposing a loaded tile. The
+Triton interpreter computes every tl.dot in fp32 and cannot show the difference: not yet verified
+on the H200.
 """
 import torch
 import triton
@@ -31,10 +38,14 @@ def _assign(x_ptr, c_ptr, out_ptr, N, K, D,
             kmask = kk < D
             x = tl.load(x_ptr + rows.to(tl.int64)[:, None] * D + kk[None, :],
                         mask=rmask[:, None] & kmask[None, :], other=0.0)
-            c = tl.load(c_ptr + cols.to(tl.int64)[:, None] * D + kk[None, :],
-                        mask=cmask[:, None] & kmask[None, :], other=0.0)
-            acc = tl.dot(x, tl.trans(c), acc, input_precision="tf32")
-            cn += tl.sum(c * c, axis=1)
+            # c^T tile [BLOCK_K, BLOCK_N] addressed directly (feature dim contiguous, K-major as the
+            # MMA wants) rather than transposing a loaded tile in registers: fp32 dots on transposed
+            # tiles have a history of miscompiles (triton-lang/triton#1840, #1937)
+            ct = tl.load(c_ptr + cols.to(tl.int64)[None, :] * D + kk[:, None],
+                         mask=cmask[None, :] & kmask[:, None], other=0.0)
+            # tf32x3: 3 tensor-core passes, near-fp32 x.c (plain tf32 failed the argmin check on H200)
+            acc = tl.dot(x, ct, acc, input_precision="tf32x3")
+            cn += tl.sum(ct * ct, axis=0)
         score = cn[None, :] - 2.0 * acc
         score = tl.where(cmask[None, :], score, float("inf"))
         m = tl.min(score, axis=1)
