@@ -62,7 +62,7 @@ def test_catalog_solutions_on_cpu(task, small_tasks, tmp_path):
 def test_wrong_fixture_is_caught(task, name, exp, small_tasks, tmp_path):
     wrong = small_tasks[task] / "solutions" / "wrong"
     path = wrong / f"{name}.py" if (wrong / f"{name}.py").exists() else wrong / name
-    extra = ("--timeout", "15") if exp["status"] == "TIMEOUT" else ()
+    extra = ("--timeout", "6") if exp["status"] == "TIMEOUT" else ()
     rep = eval_json(small_tasks[task], path, extra=extra, tmp=tmp_path)
     [s] = rep["solutions"]
     assert s["status"] == exp["status"], s["reason"]
@@ -79,7 +79,7 @@ def test_wrong_fixture_is_caught(task, name, exp, small_tasks, tmp_path):
     if exp["status"] == "INCORRECT_DTYPE":
         assert "dtype" in reason and "expected bfloat16" in reason
     if exp["status"] == "TIMEOUT":
-        assert "no progress within 15 s" in reason
+        assert "no progress within 6 s" in reason
     if "gate" in exp:
         assert s["gate"] == exp["gate"], s["reason"]
     if exp["status"] == "COMPILE_ERROR":
