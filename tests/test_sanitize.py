@@ -112,3 +112,34 @@ def test_sanitizer_catches_what_numbers_cannot(tmp_path):
         assert s["status"] == "REJECTED" and s["gate"] == "sanitize", (fixture, s["status"], s["reason"])
         assert s["reason"].startswith(f"[{tool}]"), (fixture, s["reason"])
         assert s["sanitize"]["tools"][-1]["errors"] > 0
+
+
+STAND_IN_ERRORS = STAND_IN.replace(
+    'print("========= ERROR SUMMARY: 0 errors")',
+    'print("========= Invalid __global__ read of size 2 bytes\\n=========     at k+0x10 in kernel.cu:3\\n'
+    '========= ERROR SUMMARY: 2 errors")')
+
+
+def test_evaluate_runs_the_sanitizer_after_every_job(tmp_path, monkeypatch):
+    """The pass after the pool's jobs: a candidate that passed every gate but gets a sanitizer report
+    is REJECTED naming the tool; the baseline is never sanitized; the record keeps the tool's lines."""
+    from kernelcraft.gauntlet import Options, baseline_solution, evaluate
+    from kernelcraft.solution.model import load_solution
+    from kernelcraft.task.loader import load_task
+
+    stand_in = tmp_path / "compute-sanitizer"
+    stand_in.write_text(f"#!{sys.executable}\n" + STAND_IN_ERRORS)
+    stand_in.chmod(0o755)
+    monkeypatch.setenv("KERNELCRAFT_COMPUTE_SANITIZER", str(stand_in))
+    monkeypatch.setenv("PYTHONPATH", str(ROOT / "src"))
+    task = load_task(small_task("rmsnorm", tmp_path, [{"batch_size": 1}, {"batch_size": 3}]))
+    cand = load_solution(TASKS / "rmsnorm/solutions/triton_rowwise.py", task.definition.name)
+    rep = evaluate(task, [("baseline", baseline_solution(task), "baseline.py"), ("candidate", cand, "c.py")],
+                   Options(device="cpu", timing={"budget_ms": 5}, sanitize=("memcheck",)))
+    base, got = rep.solutions
+    assert base.status == "PASSED" and base.sanitize is None
+    assert all(w.status == "PASSED" for w in got.workloads)
+    assert got.status == "REJECTED" and got.gate == "sanitize" and not got.promotable
+    assert got.reason.startswith("[memcheck] compute-sanitizer --tool memcheck reported 2 error(s)")
+    assert "Invalid __global__ read" in got.reason
+    assert got.sanitize["tools"][0]["errors"] == 2 and got.sanitize["tools"][0]["target"]["status"] == "RAN"
