@@ -58,13 +58,34 @@ def test_catalog_solutions_on_cpu(task, small_tasks, tmp_path):
         assert "cuda" in languages
 
 
+_BATCHED: dict[str, dict[str, dict]] = {}  # task -> fixture -> its solution record
+
+
+def _fixture_path(wrong, name: str):
+    return wrong / f"{name}.py" if (wrong / f"{name}.py").exists() else wrong / name
+
+
+def _batched(task: str, small_tasks, tmp_path) -> dict[str, dict]:
+    """One `eval` per task for all its wrong fixtures (each still in its own worker process): a CLI
+    start per fixture cost the suite minutes. Hang fixtures run alone, under a short --timeout."""
+    if task not in _BATCHED:
+        wrong = small_tasks[task] / "solutions" / "wrong"
+        manifest = tomllib.loads((TASKS / task / "solutions" / "wrong" / "expected.toml").read_text())
+        names = [n for n, e in manifest.items() if e["status"] != "TIMEOUT"]
+        rep = eval_json(small_tasks[task], *[_fixture_path(wrong, n) for n in names], tmp=tmp_path)
+        assert len(rep["solutions"]) == len(names)
+        _BATCHED[task] = dict(zip(names, rep["solutions"], strict=True))  # the report keeps the given order
+    return _BATCHED[task]
+
+
 @pytest.mark.parametrize("task, name, exp", list(_wrong_cases()))
 def test_wrong_fixture_is_caught(task, name, exp, small_tasks, tmp_path):
-    wrong = small_tasks[task] / "solutions" / "wrong"
-    path = wrong / f"{name}.py" if (wrong / f"{name}.py").exists() else wrong / name
-    extra = ("--timeout", "6") if exp["status"] == "TIMEOUT" else ()
-    rep = eval_json(small_tasks[task], path, extra=extra, tmp=tmp_path)
-    [s] = rep["solutions"]
+    if exp["status"] == "TIMEOUT":
+        wrong = small_tasks[task] / "solutions" / "wrong"
+        rep = eval_json(small_tasks[task], _fixture_path(wrong, name), extra=("--timeout", "6"), tmp=tmp_path)
+        [s] = rep["solutions"]
+    else:
+        s = _batched(task, small_tasks, tmp_path)[name]
     assert s["status"] == exp["status"], s["reason"]
     reason = s["reason"]
     if exp["status"].startswith("INCORRECT") or exp["status"] in ("RUNTIME_ERROR", "TIMEOUT"):
