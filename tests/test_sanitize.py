@@ -67,6 +67,16 @@ sys.exit(rc)
 """
 
 
+def _with_stand_in(tmp_path, monkeypatch, script: str):
+    """compute-sanitizer replaced by ``script``; a small rmsnorm task to run under it."""
+    stand_in = tmp_path / "compute-sanitizer"
+    stand_in.write_text(f"#!{sys.executable}\n" + script)
+    stand_in.chmod(0o755)
+    monkeypatch.setenv("KERNELCRAFT_COMPUTE_SANITIZER", str(stand_in))
+    monkeypatch.setenv("PYTHONPATH", str(ROOT / "src"))
+    return small_task("rmsnorm", tmp_path, [{"batch_size": 1}, {"batch_size": 3}])
+
+
 def test_target_runs_the_solution_for_real(tmp_path, monkeypatch):
     """The sanitizer's target process builds the solution and calls it on the chosen shapes (CPU,
     Triton interpreter, stand-in tool); a solution that raises is a RUNTIME_ERROR naming the call."""
@@ -74,12 +84,7 @@ def test_target_runs_the_solution_for_real(tmp_path, monkeypatch):
     from kernelcraft.solution.model import load_solution
     from kernelcraft.task.loader import load_task
 
-    stand_in = tmp_path / "compute-sanitizer"
-    stand_in.write_text(f"#!{sys.executable}\n" + STAND_IN)
-    stand_in.chmod(0o755)
-    monkeypatch.setenv("KERNELCRAFT_COMPUTE_SANITIZER", str(stand_in))
-    monkeypatch.setenv("PYTHONPATH", str(ROOT / "src"))
-    task = load_task(small_task("rmsnorm", tmp_path, [{"batch_size": 1}, {"batch_size": 3}]))
+    task = load_task(_with_stand_in(tmp_path, monkeypatch, STAND_IN))
     ok = sanitize(task, load_solution(TASKS / "rmsnorm/solutions/triton_rowwise.py", task.definition.name),
                   "cpu", 1234, task.workloads, tools=("memcheck",))
     assert ok.status == "PASSED", ok.reason
@@ -127,12 +132,7 @@ def test_evaluate_runs_the_sanitizer_after_every_job(tmp_path, monkeypatch):
     from kernelcraft.solution.model import load_solution
     from kernelcraft.task.loader import load_task
 
-    stand_in = tmp_path / "compute-sanitizer"
-    stand_in.write_text(f"#!{sys.executable}\n" + STAND_IN_ERRORS)
-    stand_in.chmod(0o755)
-    monkeypatch.setenv("KERNELCRAFT_COMPUTE_SANITIZER", str(stand_in))
-    monkeypatch.setenv("PYTHONPATH", str(ROOT / "src"))
-    task = load_task(small_task("rmsnorm", tmp_path, [{"batch_size": 1}, {"batch_size": 3}]))
+    task = load_task(_with_stand_in(tmp_path, monkeypatch, STAND_IN_ERRORS))
     cand = load_solution(TASKS / "rmsnorm/solutions/triton_rowwise.py", task.definition.name)
     rep = evaluate(task, [("baseline", baseline_solution(task), "baseline.py"), ("candidate", cand, "c.py")],
                    Options(device="cpu", timing={"budget_ms": 5}, sanitize=("memcheck",)))

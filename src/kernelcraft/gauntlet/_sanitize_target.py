@@ -14,18 +14,12 @@ ran. Exit codes: 0 every call ran, 3 the solution failed to build or raised.
 
 from __future__ import annotations
 
-import json
 import os
-import sys
 import tempfile
 import traceback
 from pathlib import Path
 
-
-def _write(path: str, result: dict) -> None:
-    tmp = Path(path + ".partial")
-    tmp.write_text(json.dumps(result, indent=2) + "\n")
-    tmp.replace(path)
+from kernelcraft._target import target_main, write_result
 
 
 def run(job: dict) -> int:
@@ -52,7 +46,7 @@ def run(job: dict) -> int:
     try:
         fn = build(solution, device, workdir)
     except (BuildError, CannotRun) as e:
-        _write(job["result_path"], {"status": "COMPILE_ERROR" if isinstance(e, BuildError) else "SKIPPED",
+        write_result(job["result_path"], {"status": "COMPILE_ERROR" if isinstance(e, BuildError) else "SKIPPED",
                                     "reason": str(e)})
         return 3
     dps = solution.spec.destination_passing_style
@@ -68,23 +62,13 @@ def run(job: dict) -> int:
             if device.startswith("cuda"):
                 torch.cuda.synchronize()
         except BaseException:  # noqa: BLE001 - reported, with the workload, to the parent
-            _write(job["result_path"], {"status": "RUNTIME_ERROR", "workload": w.uuid, "axes": w.axes,
+            write_result(job["result_path"], {"status": "RUNTIME_ERROR", "workload": w.uuid, "axes": w.axes,
                                         "reason": traceback.format_exc()[-4000:], "calls": calls})
             return 3
         calls.append({"uuid": w.uuid, "axes": w.axes})
-    _write(job["result_path"], {"status": "RAN", "calls": calls})
+    write_result(job["result_path"], {"status": "RAN", "calls": calls})
     return 0
 
 
-def main() -> None:
-    job = json.loads(Path(sys.argv[1]).read_text())
-    try:
-        code = run(job)
-    except BaseException:  # noqa: BLE001 - the parent must learn what went wrong, whatever it was
-        _write(job["result_path"], {"status": "RUNTIME_ERROR", "reason": traceback.format_exc()[-4000:]})
-        code = 3
-    sys.exit(code)
-
-
 if __name__ == "__main__":
-    main()
+    target_main(run)

@@ -27,7 +27,6 @@ import json
 import os
 import re
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
@@ -35,6 +34,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from kernelcraft._target import kill_group
 from kernelcraft.gauntlet.holdout import holdout_workloads
 from kernelcraft.solution.model import Solution
 from kernelcraft.task.loader import Task
@@ -127,13 +127,6 @@ def _errors(tool: str, text: str) -> int | None:
     return max(counts) if counts else None
 
 
-def _kill_group(proc: subprocess.Popen) -> None:
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
-
-
 def run_tool(tool: str, sanitizer: str, task: Task, solution: Solution, workloads: list[Workload],
              device: str, seed: int, timeout_s: float = TOOL_TIMEOUT_S) -> ToolResult:
     with tempfile.TemporaryDirectory(prefix=f"kc_{tool}_") as d:
@@ -154,7 +147,7 @@ def run_tool(tool: str, sanitizer: str, task: Task, solution: Solution, workload
             text, _ = proc.communicate(timeout=timeout_s)
             code: int | None = proc.returncode
         except subprocess.TimeoutExpired:
-            _kill_group(proc)
+            kill_group(proc)
             text, _ = proc.communicate()
             code = None
         seconds = time.monotonic() - t0

@@ -14,21 +14,15 @@ or run (the result says how).
 from __future__ import annotations
 
 import importlib.util
-import json
 import os
 import sys
 import tempfile
-import traceback
 from pathlib import Path
+
+from kernelcraft._target import target_main, write_result
 
 WARMUP_CALLS = 3
 PROFILED_CALLS = 3
-
-
-def _write(path: str, result: dict) -> None:
-    tmp = Path(path + ".partial")
-    tmp.write_text(json.dumps(result, indent=2) + "\n")
-    tmp.replace(path)
 
 
 def _triton_kernels(fn) -> list[dict]:
@@ -103,7 +97,7 @@ def run(job: dict) -> int:
     try:
         fn = build(solution, device, workdir)
     except (BuildError, CannotRun) as e:
-        _write(job["result_path"], result | {"status": "COMPILE_ERROR" if isinstance(e, BuildError) else "SKIPPED",
+        write_result(job["result_path"], result | {"status": "COMPILE_ERROR" if isinstance(e, BuildError) else "SKIPPED",
                                              "reason": str(e)})
         return 3
     dps = solution.spec.destination_passing_style
@@ -113,7 +107,7 @@ def run(job: dict) -> int:
     check = runner.check(workload)
     result["check"] = {k: check.get(k) for k in ("status", "gate", "reason", "max_abs_error", "max_rel_error")}
     if check["status"] in ("COMPILE_ERROR", "RUNTIME_ERROR") and check.get("gate") != "reference":
-        _write(job["result_path"], result | {"status": check["status"], "reason": check.get("reason", "")})
+        write_result(job["result_path"], result | {"status": check["status"], "reason": check.get("reason", "")})
         return 3
 
     axes = d.axis_values(workload.axes)
@@ -139,19 +133,9 @@ def run(job: dict) -> int:
     sync()
     if on_gpu:
         torch.cuda.profiler.stop()
-    _write(job["result_path"], result | {"status": "PROFILED", "profiled_calls": PROFILED_CALLS})
+    write_result(job["result_path"], result | {"status": "PROFILED", "profiled_calls": PROFILED_CALLS})
     return 0
 
 
-def main() -> None:
-    job = json.loads(Path(sys.argv[1]).read_text())
-    try:
-        code = run(job)
-    except BaseException:  # noqa: BLE001 - the parent must learn what went wrong, whatever it was
-        _write(job["result_path"], {"status": "RUNTIME_ERROR", "reason": traceback.format_exc()[-6000:]})
-        code = 3
-    sys.exit(code)
-
-
 if __name__ == "__main__":
-    main()
+    target_main(run)

@@ -58,6 +58,7 @@ def _cpu_count() -> int:
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
 
 
+@cache
 def harness_source_hash() -> str:
     """sha256 over kernelcraft's own Python sources (path and content, sorted): which harness code
     produced a record, also where no git checkout travels with the code (the device machine)."""

@@ -23,13 +23,13 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import kernelcraft
+from kernelcraft._target import kill_group
 from kernelcraft.errors import InputError, Problem
 from kernelcraft.measure import _ncu
 from kernelcraft.measure._ptxas import CompileFailed, PtxasReport, nvcc_resource_report
@@ -141,13 +141,6 @@ def _ptxas(solution: Solution, device: str, gpu_ok: bool, out: Path) -> PtxasRep
     return report
 
 
-def _kill_group(proc: subprocess.Popen) -> None:
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)  # ncu and the profiled process it started
-    except (ProcessLookupError, PermissionError):
-        pass
-
-
 def _run_ncu(prof: Profile, ncu: str, task: Task, solution: Solution, w: Workload, device: str, out: Path,
              full: bool, timeout: float) -> None:
     (out / "solution.json").write_text(json.dumps(solution.to_json_dict(), indent=2) + "\n")
@@ -169,7 +162,7 @@ def _run_ncu(prof: Profile, ncu: str, task: Task, solution: Solution, w: Workloa
             try:
                 proc.wait(timeout=timeout)
             except subprocess.TimeoutExpired:
-                _kill_group(proc)
+                kill_group(proc)  # ncu and the profiled process it started
                 proc.wait()
                 raise ProfileError(f"ncu did not finish within {timeout:.0f} s (--timeout); its log: {out / 'ncu.log'}",
                                    1) from None
