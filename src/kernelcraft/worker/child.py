@@ -72,6 +72,7 @@ def warm_main(conn, device: str, visible: str | None = None) -> None:
     except BaseException:  # noqa: BLE001, S110 - the same imports run again in the job and report there
         pass
     try:
+        conn.send(("warm",))
         job = conn.recv()
     except (EOFError, OSError):
         return  # no job came: the parent is gone or shut the spare down

@@ -17,6 +17,7 @@ lane takes its second job only when no lane is idle, so no device waits while wo
 from __future__ import annotations
 
 import collections
+import concurrent.futures
 import os
 import queue
 import threading
@@ -155,6 +156,10 @@ class LocalExecutor(Executor):
         self._busy = [0] * len(lanes)
         self._closed = False
         self._events: queue.Queue = queue.Queue()
+        # spares per (device, visible GPU): one per job slot of the lanes that share those processes
+        self._keep: dict[tuple[str, str], int] = collections.Counter()
+        for lane in lanes:
+            self._keep[(lane.device, lane.visible or "")] += lane.depth
         self._threads = [threading.Thread(target=self._runner, args=(i,), daemon=True, name=f"kc-{lane.label}")
                          for i, lane in enumerate(lanes) for _ in range(lane.depth)]
         for t in self._threads:
@@ -196,7 +201,8 @@ class LocalExecutor(Executor):
             gated = lane.depth > 1  # a second job in this lane: it must wait for the slot after its build
             try:
                 outcome = run_job(replace(job, device=lane.device, gpu_slot=gated), build_s, workload_s,
-                                  spare_next=spare, visible=lane.visible, slot=lane.slot if gated else None)
+                                  spare_next=spare, visible=lane.visible, slot=lane.slot if gated else None,
+                                  keep=self._keep[(lane.device, lane.visible or "")])
             except Exception:  # noqa: BLE001 - a harness bug must become this job's verdict, not a hang
                 outcome = harness_failure(f"running the job on {lane.label}")
             with self._cond:
@@ -206,6 +212,15 @@ class LocalExecutor(Executor):
 
     def next_event(self) -> Started | Done:
         return self._events.get()
+
+    def prestart(self, timeout_s: float = 120.0) -> float:
+        """Start every lane's spares and wait until they have imported torch and the gauntlet: a
+        pool that is already running, as in a design loop's later rounds. Returns the seconds."""
+        from kernelcraft.worker.pool import prestart
+
+        keys = sorted({(lane.device, lane.visible or "") for lane in self.lanes})
+        with concurrent.futures.ThreadPoolExecutor(len(keys)) as ex:
+            return max(ex.map(lambda k: prestart(k[0], k[1] or None, keep=self._keep[k], timeout_s=timeout_s), keys))
 
     def close(self) -> None:
         with self._cond:

@@ -28,10 +28,12 @@ from pathlib import Path
 
 from kernelcraft.worker.child import Job, warm_main
 
-# (device, visible GPU) -> (process, parent end of the pipe, environment at spawn)
-_spares: dict[tuple[str, str | None], tuple] = {}
+# (device, visible GPU) -> started spares, oldest first: (process, parent end of the pipe,
+# environment at spawn)
+_spares: dict[tuple[str, str | None], list[tuple]] = {}
 _spares_lock = threading.Lock()
 _running: dict[str, int] = {}  # a running job's log path -> its worker's pid
+_warm: set[int] = set()  # pids of spares whose ("warm",) prestart has read
 
 
 def running_workers() -> dict[str, int]:
@@ -53,31 +55,70 @@ def _warm_enabled() -> bool:
     return os.environ.get("KERNELCRAFT_WARM_WORKER", "1") != "0"
 
 
-def _take(device: str, spare_next: bool = True, visible: str | None = None) -> tuple:
-    """A started worker for ``device``: the spare if it is usable, else a new one; then, when another
-    job is expected (``spare_next``), a new spare. A spare nobody takes is pure cost: on a 2-core
-    machine it slowed the test suite, where most evaluations hold one candidate. ``visible``: the
-    one GPU the process may see (its CUDA_VISIBLE_DEVICES), None to inherit the parent's."""
+def _discard(spare: tuple) -> None:
+    spare[1].close()
+    spare[0].kill()
+    spare[0].join(timeout=10)
+
+
+def _take(device: str, spare_next: bool = True, visible: str | None = None, keep: int = 1) -> tuple:
+    """A started worker for ``device``: the oldest usable spare, else a new process; then, when
+    another job is expected (``spare_next``), new spares until ``keep`` wait for it. A lane that
+    runs two jobs at once keeps two, so the job after the next does not find its spare still
+    importing torch (measured on the H200: the one spare of a two-job lane was taken again ~3 s
+    after it was spawned, half-way through its imports). A spare nobody takes is pure cost: on a
+    2-core machine it slowed the test suite, where most evaluations hold one candidate.
+    ``visible``: the one GPU the process may see (its CUDA_VISIBLE_DEVICES), None to inherit the
+    parent's."""
     key = (device, visible)
     with _spares_lock:
-        spare = _spares.pop(key, None)
-        if spare is not None and not (spare[0].is_alive() and spare[2] == dict(os.environ)):
-            spare[1].close()
-            spare[0].kill()
-            spare[0].join(timeout=10)
-            spare = None
-        worker = spare or _spawn(device, visible)
+        waiting = _spares.setdefault(key, [])
+        worker = None
+        while waiting and worker is None:
+            spare = waiting.pop(0)
+            if spare[0].is_alive() and spare[2] == dict(os.environ):
+                worker = spare
+            else:
+                _discard(spare)
+        worker = worker or _spawn(device, visible)
         if spare_next and _warm_enabled():
-            _spares[key] = _spawn(device, visible)
+            while len(waiting) < max(1, keep):
+                waiting.append(_spawn(device, visible))
+        if not waiting:
+            del _spares[key]
     return worker[0], worker[1]
+
+
+def prestart(device: str, visible: str | None = None, keep: int = 1, timeout_s: float = 120.0) -> float:
+    """Start ``keep`` spares for ``device`` and wait until each has imported what a job needs (it
+    says ``("warm",)``): a design loop's pool before its first candidate. Returns the seconds it
+    took."""
+    t0 = time.monotonic()
+    if not _warm_enabled():
+        return 0.0
+    with _spares_lock:
+        waiting = _spares.setdefault((device, visible), [])
+        while len(waiting) < keep:
+            waiting.append(_spawn(device, visible))
+        pending = [sp for sp in waiting if sp[0].pid not in _warm]
+    for proc, conn, _ in pending:
+        left = timeout_s - (time.monotonic() - t0)
+        try:
+            if left > 0 and conn.poll(left):
+                if conn.recv() == ("warm",):
+                    _warm.add(proc.pid)
+                else:  # not a spare's first word: keep no process that says otherwise
+                    proc.kill()
+        except (EOFError, OSError):
+            pass  # it died: _take replaces a dead spare
+    return time.monotonic() - t0
 
 
 def shutdown_spares() -> None:
     with _spares_lock:
-        for proc, conn, _ in _spares.values():
-            conn.close()
-            proc.kill()
-            proc.join(timeout=10)
+        for waiting in _spares.values():
+            for spare in waiting:
+                _discard(spare)
         _spares.clear()
 
 
@@ -144,11 +185,11 @@ def _out_of_protocol(msg: tuple, phase: tuple[str, str | None], answered: set) -
 
 
 def run_job(job: Job, build_timeout_s: float, workload_timeout_s: float, spare_next: bool = False,
-            visible: str | None = None, slot: threading.Lock | None = None) -> JobOutcome:
+            visible: str | None = None, slot: threading.Lock | None = None, keep: int = 1) -> JobOutcome:
     """Run one job in a worker of its own; ``spare_next``: another job will follow, so start its
-    worker now. ``slot``: the device's GPU slot, taken when the built job asks for the GPU (the job
+    worker now (``keep``: how many spares to hold for this device). ``slot``: the device's GPU slot, taken when the built job asks for the GPU (the job
     must have ``gpu_slot``) and released once the process has exited."""
-    proc, parent_conn = _take(job.device, spare_next, visible)
+    proc, parent_conn = _take(job.device, spare_next, visible, keep)
     with _spares_lock:
         _running[job.log_path] = proc.pid
     out = JobOutcome(taken_at=time.monotonic())
@@ -181,6 +222,8 @@ def run_job(job: Job, build_timeout_s: float, workload_timeout_s: float, spare_n
                     out.died += f"; its output ended with:\n{tail}"
                 break
             kind = msg[0]
+            if msg == ("warm",) and phase == ("start", None) and not answered:
+                continue  # the spare finished its imports (sent before it read the job)
             forged = _out_of_protocol(msg, phase, answered)
             if forged:
                 out.died_status, out.died_phase = "REJECTED", phase

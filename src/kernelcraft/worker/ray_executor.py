@@ -91,7 +91,8 @@ class LaneActor:
         with tempfile.TemporaryDirectory(prefix="kc_log_") as logdir:
             job = replace(job, task_root=self._task_root(digest, packed), device=self.device, gpu_slot=gated,
                           log_path=str(Path(logdir) / "worker.log"))
-            return run_job(job, build_s, workload_s, spare_next=spare_next, slot=self.slot if gated else None)
+            return run_job(job, build_s, workload_s, spare_next=spare_next, slot=self.slot if gated else None,
+                           keep=self.depth)
 
 
 def _lost_errors(ray) -> tuple[type, ...]:
