@@ -154,9 +154,14 @@ def candidates_per_minute(device: str, n: int) -> dict:
             f.write_text(with_config(text, cfg))
             entries.append(("candidate", pack_python_file(f, task.definition.name, name=f"cand_{i}"), str(f)))
         opts = Options(device=device, timing={"budget_ms": 50})
-        t0 = time.monotonic()
-        rep = evaluate(task, entries, opts)
-        wall = time.monotonic() - t0
+        from kernelcraft.worker.executor import make_executor
+
+        # the pool as a design loop has it after its first round: spares started and warm
+        with make_executor("local", device) as ex:
+            start_s = ex.prestart()
+            t0 = time.monotonic()
+            rep = evaluate(task, entries, opts, executor=ex)
+            wall = time.monotonic() - t0
     per_min = len(entries) / (wall / 60)
     print(f"candidates per GPU-minute: {per_min:.1f} ({len(entries)} candidates, {wall:.1f} s, "
           f"{sum(s.status == 'PASSED' for s in rep.solutions)} PASSED)")
@@ -165,7 +170,8 @@ def candidates_per_minute(device: str, n: int) -> dict:
                      for s in rep.solutions]
     for c in per_candidate:
         print(f"  {c['name']}: {c['status']} {c['wall_s']:.2f} s, phases {c['phases_s']}, reps per workload {c['reps']}")
-    return {"value": per_min, "candidates": len(entries), "wall_s": wall, "per_candidate": per_candidate}
+    return {"value": per_min, "candidates": len(entries), "wall_s": wall, "pool_start_s": start_s,
+            "workers": ex.describe(), "per_candidate": per_candidate}
 
 
 def main() -> None:

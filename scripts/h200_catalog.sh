@@ -32,7 +32,7 @@ declare -A PROMOTED=(
   [layernorm]="triton_rowwise.py"
   [gelu_tanh_mul]="triton_tiled.py"
   [rope]="triton_tokens.py"
-  [fp8_rowwise_quant]="triton_rowwise.py"
+  [fp8_rowwise_quant]="triton_hwcvt.py"
 )
 ALL=(fused_add_rmsnorm layernorm gelu_tanh_mul rope fp8_rowwise_quant rmsnorm silu_mul softmax)
 

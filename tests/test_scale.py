@@ -101,28 +101,39 @@ def test_two_cpu_workers_record_every_result_once_in_order_and_a_killed_worker_l
     assert sorted(done) == [0, 1, 2] and done[0] != 0  # cand_0 (slow to import) finished after another
 
 
-def test_a_lane_builds_the_next_candidate_while_the_slot_is_held_and_never_shares_it(task, tmp_path):
-    """The GPU lane's scheduling, exercised on the CPU: one lane running two jobs at a time, its slot
-    standing in for the GPU."""
-    entries = batch(task, tmp_path, 2)
-    with Spy([Lane(label="slot-lane", device="cpu", visible=None, depth=2)]) as ex:
-        results = recorded(task, entries, Options(device="cpu", time_it=False, calibrate=False), ex)
-    assert [r.status for r in results] == ["PASSED"] * 2, [r.reason for r in results]
-    outs = sorted((ev.outcome for ev in ex.events if isinstance(ev, Done)), key=lambda o: o.slot_held)
-    held = [o.slot_held for o in outs]
-    assert all(a[1] <= b[0] for a, b in itertools.pairwise(held)), held  # never two jobs in the slot
-    # the second was built while the first held the slot: it asked for the slot before it was free
-    asked = outs[1].slot_held[0] - outs[1].slot_wait_s
-    assert outs[1].slot_wait_s > 0 and asked < held[0][1], (held, outs[1].slot_wait_s)
+def test_a_lane_overlaps_builds_and_checks_but_times_each_candidate_alone(task, tmp_path):
+    """The GPU lane's scheduling, exercised on the CPU: one lane running three jobs at a time, its
+    slot standing in for the GPU. Checks may share the slot; a timing holds it alone."""
+    entries = batch(task, tmp_path, 3)
+    opts = Options(device="cpu", calibrate=False, timing={"budget_ms": 5})
+    with Spy([Lane(label="slot-lane", device="cpu", visible=None, depth=3)]) as ex:
+        results = recorded(task, entries, opts, ex)
+    assert [r.status for r in results] == ["PASSED"] * 3, [r.reason for r in results]
+    outs = [ev.outcome for ev in ex.events if isinstance(ev, Done)]
+    timed = sorted(o.slot_held for o in outs)
+    assert all(o.slot_held and o.slot_shared for o in outs), [(o.slot_shared, o.slot_held) for o in outs]
+    assert all(a[1] <= b[0] for a, b in itertools.pairwise(timed)), timed  # never two timings at once
+    for o in outs:  # nor a check during another's timing
+        for p in outs:
+            if p is not o:
+                s0, s1 = p.slot_shared
+                assert s1 <= o.slot_held[0] or s0 >= o.slot_held[1], (o.slot_held, p.slot_shared)
+    # checks did overlap: some job held the slot shared while another was built or checking
+    spans = sorted((o.slot_shared[0], o.slot_held[1]) for o in outs)
+    assert any(b[0] < a[1] for a, b in itertools.pairwise(spans)), spans
 
 
 def test_a_request_for_the_gpu_is_accepted_once_and_only_after_a_build_result():
     build = ("build", None)
     assert pool._out_of_protocol(("ready",), build, set()) != ""  # before the build's result
+    assert pool._out_of_protocol(("ready", "timing"), build, set()) != ""  # before the GPU was granted
     answered: set = set()
     assert pool._out_of_protocol(("build", "PASSED", ""), build, answered) == ""
     assert pool._out_of_protocol(("ready",), build, answered) == ""
     assert "GPU" in pool._out_of_protocol(("ready",), build, answered)  # a second one
+    check = ("correctness", "w1")
+    assert pool._out_of_protocol(("ready", "timing"), check, answered) == ""
+    assert "alone" in pool._out_of_protocol(("ready", "timing"), check, answered)  # a second one
     assert pool._out_of_protocol(("ready",), ("correctness", "u"), answered) != ""
 
 

@@ -6,7 +6,9 @@ process hangs or dies the parent knows exactly where. Messages are plain tuples:
 - ``("phase", gate, uuid | None)`` about to start a gate (for a workload);
 - ``("build", status, reason)`` the build's outcome (``PASSED``, ``COMPILE_ERROR`` or ``SKIPPED``);
 - ``("ready",)`` (jobs with ``gpu_slot``) built; waiting for the parent's ``("go",)``, which comes once
-  this process holds its device's GPU slot;
+  this process holds its device's GPU slot (shared: other candidates' checks may run beside);
+- ``("ready", "timing")`` (jobs with ``gpu_slot``) checked, its GPU work finished; waiting for the
+  ``("go",)`` that says it now holds the slot alone, for its timings;
 - ``("workload", gate, uuid, fields)`` one workload's outcome for that gate;
 - ``("done",)`` finished.
 
@@ -217,6 +219,14 @@ def _run(conn, job: Job) -> None:
             return
     if not job.time_it:
         return
+    if job.gpu_slot:
+        if on_gpu:
+            import torch
+
+            torch.cuda.synchronize()  # every stream of this process: nothing of ours runs on
+        conn.send(("ready", "timing"))
+        if conn.recv() != ("go",):
+            return
     for w in workloads:
         conn.send(("phase", "timing", w.uuid))
         result = runner.time(w, role=job.role, **job.timing)

@@ -1,10 +1,11 @@
 """Executors: where a batch of jobs runs. The one process that records results submits jobs and
 reads back events (:class:`Started`, :class:`Done`); no worker ever writes a record.
 
-A *lane* is one device's share of the pool. On a GPU a lane runs two jobs at once: while one holds
-the device's GPU slot (correctness, generalization, timing), the next builds (import, nvcc, torch
-extension: CPU work) in a second process and waits for the slot, so compilation overlaps timing but
-two candidates never run GPU work on one GPU together. A CPU lane runs one job at a time.
+A *lane* is one device's share of the pool. On a GPU a lane runs three jobs at once: while one is
+timed, holding its device's GPU slot alone, the others build (import, nvcc, torch extension: CPU
+work) or run their correctness checks, which may share the GPU with each other but never with a
+timing (:class:`kernelcraft.worker.pool.GpuSlot`). So compilation and checks overlap timing, and a
+candidate is never timed while another's GPU work runs. A CPU lane runs one job at a time.
 
 Dispatch: a queued job goes to the idle lane first (lowest index among the least busy), and a GPU
 lane takes its second job only when no lane is idle, so no device waits while work is queued.
@@ -26,9 +27,11 @@ from dataclasses import dataclass, field, replace
 
 from kernelcraft.errors import InputError, Problem
 from kernelcraft.worker.child import Job
-from kernelcraft.worker.pool import JobOutcome, run_job
+from kernelcraft.worker.pool import GpuSlot, JobOutcome, run_job
 
-GPU_DEPTH = 2  # jobs per GPU lane: one on the GPU, one building
+GPU_DEPTH = 3  # jobs per GPU lane: one timed alone, the others building or checking
+GPU_SPARES_PER_JOB = 2  # warm spares per job slot of a GPU lane: a spare takes ~10 s to import
+# torch and the gauntlet (H200 machine), a lane takes a worker every ~3 s
 MAX_ATTEMPTS = 3  # a job whose worker's node died is run again, at most this many times in all
 
 
@@ -53,7 +56,7 @@ class Lane:
     device: str  # the device as its worker processes see it
     visible: str | None  # CUDA_VISIBLE_DEVICES of its processes (one GPU); None: inherited
     depth: int  # jobs at once
-    slot: threading.Lock = field(default_factory=threading.Lock)  # the GPU, held by one job at a time
+    slot: GpuSlot = field(default_factory=GpuSlot)  # the GPU: checks share it, a timing holds it alone
 
 
 def default_cpu_workers() -> int:
@@ -130,6 +133,10 @@ class Executor:
     def describe(self) -> dict:
         raise NotImplementedError
 
+    def prestart(self, timeout_s: float = 120.0) -> float:
+        """Start the workers ahead of the first job where the executor can; the seconds it took."""
+        return 0.0
+
     def close(self) -> None:
         pass
 
@@ -159,7 +166,8 @@ class LocalExecutor(Executor):
         # spares per (device, visible GPU): one per job slot of the lanes that share those processes
         self._keep: dict[tuple[str, str], int] = collections.Counter()
         for lane in lanes:
-            self._keep[(lane.device, lane.visible or "")] += lane.depth
+            per_job = GPU_SPARES_PER_JOB if lane.device.startswith("cuda") else 1
+            self._keep[(lane.device, lane.visible or "")] += lane.depth * per_job
         self._threads = [threading.Thread(target=self._runner, args=(i,), daemon=True, name=f"kc-{lane.label}")
                          for i, lane in enumerate(lanes) for _ in range(lane.depth)]
         for t in self._threads:

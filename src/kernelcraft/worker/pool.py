@@ -10,10 +10,13 @@ device is spawned and imports torch, triton and the gauntlet (:func:`warm_main`)
 starts without that cost (only when the caller says another job follows). A spare is used only if
 it is alive and the environment has not changed since it was spawned. ``KERNELCRAFT_WARM_WORKER=0`` turns spares off.
 
-A job with ``gpu_slot`` builds first and then asks for its device's GPU slot (``("ready",)``); the
-parent answers ``("go",)`` once it holds the slot and keeps it until the process has exited, so GPU
-work of two candidates never overlaps on one device while their builds may
-(:mod:`kernelcraft.worker.executor` runs two jobs per GPU for that).
+A job with ``gpu_slot`` builds first and then asks for its device's GPU slot (``("ready",)``): the
+parent answers ``("go",)`` once it holds the slot *shared*, for the correctness and generalization
+gates, which other candidates' checks may overlap. Before timing, the worker waits for its own GPU
+work to finish and asks again (``("ready", "timing")``): the parent gives up the shared hold and
+answers once it holds the slot *exclusively*, which it keeps until the process has exited. So no
+other candidate's GPU work runs while one is timed, while builds and checks overlap
+(:mod:`kernelcraft.worker.executor` runs several jobs per GPU for that).
 """
 
 from __future__ import annotations
@@ -122,6 +125,42 @@ def shutdown_spares() -> None:
         _spares.clear()
 
 
+class GpuSlot:
+    """One device's GPU as the jobs of its lane share it: any number of *shared* holders (checking
+    correctness) or one *exclusive* holder (timing), never both. A job waiting for the exclusive
+    hold keeps new shared holders out, so a timing is not starved by a stream of checks."""
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._shared = 0
+        self._exclusive = False
+        self._waiting = 0  # jobs waiting for the exclusive hold
+
+    def acquire_shared(self) -> None:
+        with self._cond:
+            while self._exclusive or self._waiting:
+                self._cond.wait()
+            self._shared += 1
+
+    def release_shared(self) -> None:
+        with self._cond:
+            self._shared -= 1
+            self._cond.notify_all()
+
+    def acquire_exclusive(self) -> None:
+        with self._cond:
+            self._waiting += 1
+            while self._exclusive or self._shared:
+                self._cond.wait()
+            self._waiting -= 1
+            self._exclusive = True
+
+    def release_exclusive(self) -> None:
+        with self._cond:
+            self._exclusive = False
+            self._cond.notify_all()
+
+
 @dataclass
 class JobOutcome:
     build: tuple[str, str] | None = None  # (status, reason)
@@ -129,9 +168,11 @@ class JobOutcome:
     died: str = ""  # why the worker ended abnormally (timeout, signal, exit code, harness error)
     died_status: str = ""  # TIMEOUT or RUNTIME_ERROR
     died_phase: tuple[str, str | None] | None = None  # (gate, uuid) in progress when it ended
-    slot_wait_s: float = 0.0  # built and waiting for the device's GPU slot (another job held it)
-    # monotonic times, this process: worker taken, GPU slot acquired and released (None: no slot)
+    slot_wait_s: float = 0.0  # waiting for the device's GPU slot, shared and exclusive holds together
+    # monotonic times, this process: worker taken; the GPU slot held shared (checks) and exclusively
+    # (timing, until the process exited); None: not held that way
     taken_at: float = 0.0
+    slot_shared: tuple[float, float] | None = None
     slot_held: tuple[float, float] | None = None
     # wall seconds per phase the worker announced ("start": spawn/imports until the build began;
     # then build, correctness, generalization, timing, ...), slot waits included where they fell
@@ -169,8 +210,14 @@ def _out_of_protocol(msg: tuple, phase: tuple[str, str | None], answered: set) -
         key = (msg[1], msg[2])
         if key != phase:
             return f"a {msg[1]} result for {msg[2]} arrived during {phase[0]} of {phase[1]}"
+    elif kind == "ready" and msg == ("ready", "timing"):
+        # after the checks, before the first timing: once, and only once the GPU was granted
+        if ("ready", None) not in answered or ("ready", "timing") in answered or phase[0] == "timing":
+            return f"a request to time alone on the GPU arrived during {phase[0]}"
+        answered.add(("ready", "timing"))
+        return ""
     elif kind == "ready":
-        if phase != ("build", None) or ("build", None) not in answered or ("ready", None) in answered:
+        if msg != ("ready",) or phase != ("build", None) or ("build", None) not in answered or ("ready", None) in answered:
             return f"a request for the GPU arrived during {phase[0]}"
         answered.add(("ready", None))
         return ""
@@ -185,15 +232,17 @@ def _out_of_protocol(msg: tuple, phase: tuple[str, str | None], answered: set) -
 
 
 def run_job(job: Job, build_timeout_s: float, workload_timeout_s: float, spare_next: bool = False,
-            visible: str | None = None, slot: threading.Lock | None = None, keep: int = 1) -> JobOutcome:
+            visible: str | None = None, slot: GpuSlot | None = None, keep: int = 1) -> JobOutcome:
     """Run one job in a worker of its own; ``spare_next``: another job will follow, so start its
-    worker now (``keep``: how many spares to hold for this device). ``slot``: the device's GPU slot, taken when the built job asks for the GPU (the job
-    must have ``gpu_slot``) and released once the process has exited."""
+    worker now (``keep``: how many spares to hold for this device). ``slot``: the device's GPU slot, held shared from the built job's request for the GPU (the
+    job must have ``gpu_slot``) and exclusively from its request to time until the process has
+    exited."""
     proc, parent_conn = _take(job.device, spare_next, visible, keep)
     with _spares_lock:
         _running[job.log_path] = proc.pid
     out = JobOutcome(taken_at=time.monotonic())
-    held = False
+    held = ""  # "shared" or "exclusive": how this job holds the slot now
+    since = 0.0
     try:
         parent_conn.send(job)
     except (OSError, ValueError):
@@ -239,9 +288,17 @@ def run_job(job: Job, build_timeout_s: float, workload_timeout_s: float, spare_n
             elif kind == "ready":
                 t0 = time.monotonic()
                 if slot is not None:
-                    slot.acquire()
-                    held = True
-                out.slot_wait_s = time.monotonic() - t0
+                    if len(msg) == 1:  # built: checks may share the GPU
+                        slot.acquire_shared()
+                        held, since = "shared", time.monotonic()
+                    else:  # ("ready", "timing"): alone on the GPU until the process has exited
+                        if held == "shared":
+                            slot.release_shared()
+                            out.slot_shared = (since, time.monotonic())
+                        held = ""
+                        slot.acquire_exclusive()
+                        held, since = "exclusive", time.monotonic()
+                out.slot_wait_s += time.monotonic() - t0
                 try:
                     parent_conn.send(("go",))
                 except (OSError, ValueError):
@@ -261,7 +318,11 @@ def run_job(job: Job, build_timeout_s: float, workload_timeout_s: float, spare_n
         parent_conn.close()
         with _spares_lock:
             _running.pop(job.log_path, None)
-        if held:  # only now: work the process left queued on the GPU ended with it
-            out.slot_held = (t0 + out.slot_wait_s, time.monotonic())
-            slot.release()
+        # only now: work the process left queued on the GPU ended with it
+        if held == "shared":
+            out.slot_shared = (since, time.monotonic())
+            slot.release_shared()
+        elif held == "exclusive":
+            out.slot_held = (since, time.monotonic())
+            slot.release_exclusive()
     return out

@@ -41,7 +41,8 @@ from kernelcraft.worker.executor import (
     harness_failure,
     pick_lane,
 )
-from kernelcraft.worker.pool import JobOutcome, run_job
+from kernelcraft.worker.executor import GPU_SPARES_PER_JOB
+from kernelcraft.worker.pool import GpuSlot, JobOutcome, run_job
 
 ACTOR_START_TIMEOUT_S = 180  # every actor placed and answering; a cluster without room fails here
 
@@ -66,7 +67,7 @@ class LaneActor:
 
     def __init__(self, device: str, depth: int):
         self.device, self.depth = device, depth
-        self.slot = threading.Lock()  # the GPU: one job's GPU work at a time
+        self.slot = GpuSlot()  # the GPU: checks share it, a timing holds it alone
         self._tasks: dict[str, str] = {}
         self._lock = threading.Lock()
 
@@ -92,7 +93,7 @@ class LaneActor:
             job = replace(job, task_root=self._task_root(digest, packed), device=self.device, gpu_slot=gated,
                           log_path=str(Path(logdir) / "worker.log"))
             return run_job(job, build_s, workload_s, spare_next=spare_next, slot=self.slot if gated else None,
-                           keep=self.depth)
+                           keep=self.depth * (GPU_SPARES_PER_JOB if self.device.startswith("cuda") else 1))
 
 
 def _lost_errors(ray) -> tuple[type, ...]:
