@@ -125,3 +125,17 @@ def test_catalog_task_declares_tunables():
     text = (TASKS / "rmsnorm" / "solutions" / "triton_tunable.py").read_text()
     space, config = tunables_of(text)
     assert set(config) <= set(space) and all(config[k] in space[k] for k in config)
+
+
+def test_tuner_with_a_file_searches_that_solutions_tunables(tmp_path):
+    """tuner:FILE tunes the named solution (a candidate outside solutions/), not the first tunable one."""
+    from kernelcraft.agent.base import AgentError
+    from kernelcraft.agent.loop import make_agent
+    from kernelcraft.task.loader import load_task
+
+    task = load_task(TASKS / "layernorm")
+    default = make_agent("tuner", task)
+    named = make_agent(f"tuner:{TASKS / 'layernorm/candidates/triton_dispatch.py'}", task)
+    assert "LARGE" in named.space and "LARGE" not in default.space
+    with pytest.raises(AgentError, match="no such file"):
+        make_agent(f"tuner:{tmp_path / 'missing.py'}", task)

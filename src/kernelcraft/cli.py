@@ -212,7 +212,7 @@ DB_HELP = "SQLAlchemy URL of the ledger (default: KERNELCRAFT_DB, else sqlite://
 @app.command("optimize")
 def optimize_cmd(
     task_dir: Annotated[Path, typer.Argument(help="the task folder")],
-    agent: Annotated[str, typer.Option(help="tuner, files:DIR, openai:MODEL or anthropic:MODEL")],
+    agent: Annotated[str, typer.Option(help="tuner, tuner:FILE, files:DIR, openai:MODEL or anthropic:MODEL")],
     budget: Annotated[int, typer.Option(help="candidates to evaluate (the baseline not counted)")] = 8,
     device: Annotated[str, typer.Option(help="cpu, cuda, cuda:N, or auto")] = "auto",
     db: Annotated[str | None, typer.Option(help=DB_HELP)] = None,

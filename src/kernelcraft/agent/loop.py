@@ -31,7 +31,7 @@ from kernelcraft.solution.model import Solution
 from kernelcraft.task.loader import Task
 from kernelcraft.worker.executor import Started
 
-AGENTS = "tuner, files:DIR, openai:MODEL, anthropic:MODEL, claude-code, codex"
+AGENTS = "tuner, tuner:FILE, files:DIR, openai:MODEL, anthropic:MODEL, claude-code, codex"
 
 
 @dataclass
@@ -44,9 +44,14 @@ class OptimizeOptions:
 
 def make_agent(spec: str, task: Task) -> Agent:
     kind, _, arg = spec.partition(":")
-    if kind == "tuner" and not arg:
+    if kind == "tuner":
         from kernelcraft.agent.tuner import TunerAgent
 
+        if arg:  # tuner:FILE: that solution's TUNABLES, e.g. a candidate not (yet) in solutions/
+            path = Path(arg)
+            if not path.exists():
+                raise AgentError(f"tuner:{arg}: no such file; give the solution whose TUNABLES to search")
+            return TunerAgent([path], task.definition.name)
         return TunerAgent(task.solution_paths(), task.definition.name)
     if kind == "files" and arg:
         from kernelcraft.agent.files import FilesAgent
