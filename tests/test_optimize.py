@@ -139,3 +139,17 @@ def test_tuner_with_a_file_searches_that_solutions_tunables(tmp_path):
     assert "LARGE" in named.space and "LARGE" not in default.space
     with pytest.raises(AgentError, match="no such file"):
         make_agent(f"tuner:{tmp_path / 'missing.py'}", task)
+
+
+def test_tuner_accepts_list_valued_tunables(tmp_path):
+    """A tunable whose values are lists (softmax's ROWS = [tile, elements per thread]) is searched
+    like any other (it crashed the tuner on the H200: unhashable list)."""
+    from kernelcraft.agent.base import Context
+    from kernelcraft.agent.loop import make_agent
+    from kernelcraft.task.loader import load_task
+
+    task = load_task(TASKS / "softmax")
+    agent = make_agent(f"tuner:{TASKS / 'softmax/candidates/triton_dispatch.py'}", task)
+    assert any(isinstance(v, list) for vals in agent.space.values() for v in vals)
+    first = agent.propose(Context(task=task, device="cpu", brief="", history=[]))
+    assert first is not None and "ROWS=" in first.strategy

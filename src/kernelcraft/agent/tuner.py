@@ -20,6 +20,11 @@ from kernelcraft.agent.base import AgentError, Context, Proposal
 from kernelcraft.solution.model import Solution, SourceFile, load_solution
 
 
+def _key(config: dict) -> str:
+    """A configuration as a dictionary key: values may be lists (e.g. ``"ROWS": [4096, 16]``)."""
+    return repr(sorted(config.items()))
+
+
 def _literal(tree: ast.Module, name: str) -> tuple[ast.Assign, dict] | None:
     for node in tree.body:
         if (isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)
@@ -94,8 +99,8 @@ class TunerAgent:
         for c in mine:
             cfg = self._config_of(c.solution)
             if cfg is not None:
-                tried[tuple(sorted(cfg.items()))] = c
-        start_key = tuple(sorted(self.start.items()))
+                tried[_key(cfg)] = c
+        start_key = _key(self.start)
         if start_key not in tried:
             return self._child(self.start, None, "measure the starting configuration")
         ok = [c for c in mine if c.status == "PASSED" and c.speedup_vs_baseline]
@@ -104,10 +109,10 @@ class TunerAgent:
         for name, values in self.space.items():
             for v in values:
                 cfg = {**best_cfg, name: v}
-                if tuple(sorted(cfg.items())) not in tried:
+                if _key(cfg) not in tried:
                     return self._child(cfg, best.id, f"coordinate move from candidate {best.id}: {name}={v}")
         untried = [dict(zip(self.space, combo, strict=True)) for combo in itertools.product(*self.space.values())]
-        untried = [c for c in untried if tuple(sorted({**self.start, **c}.items())) not in tried]
+        untried = [c for c in untried if _key({**self.start, **c}) not in tried]
         if not untried:
             return None
         return self._child(self.rng.choice(untried), best.id, "random restart: every neighbour of the best was tried")
