@@ -69,9 +69,17 @@ def run_count(task, entries, device: str, workers: int, budget_ms: float, cpu_ma
         # warm (imports done), so the figure is the steady state, not the one-off start-up, which
         # is recorded beside it.
         start_s = ex.prestart() if warm else 0.0
+        import resource
+
+        ru0, kids0, load0 = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN), os.getloadavg()[0]
         t0 = time.monotonic()
         report = evaluate(task, entries, opts, executor=ex)
         wall = time.monotonic() - t0
+        ru1, kids1, load1 = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN), os.getloadavg()[0]
+    # where the host's CPU went: this (recording) process, and the worker processes it reaped
+    host = {"parent_cpu_s": round(ru1.ru_utime + ru1.ru_stime - ru0.ru_utime - ru0.ru_stime, 2),
+            "workers_cpu_s": round(kids1.ru_utime + kids1.ru_stime - kids0.ru_utime - kids0.ru_stime, 2),
+            "loadavg_1min_before_after": [round(load0, 2), round(load1, 2)], "cpu_count": os.cpu_count()}
     shutdown_spares()
     per_worker: dict[str, int] = {}
     for s in report.solutions:
@@ -84,13 +92,13 @@ def run_count(task, entries, device: str, workers: int, budget_ms: float, cpu_ma
            "per_worker": per_worker, "statuses": statuses,
            "solution_wall_s": [round(s.wall_s, 3) for s in report.solutions],
            "speedups_vs_baseline": [s.speedup_vs_baseline for s in report.solutions],
-           "pool_warm": warm, "pool_start_s": round(start_s, 3),
+           "pool_warm": warm, "pool_start_s": round(start_s, 3), "host": host,
            # mean worker seconds per phase ("start": taking the worker until the build began)
            "mean_phases_s": {k: round(sum(s.phases_s.get(k, 0.0) for s in report.solutions) / len(report.solutions), 3)
                              for k in sorted({k for s in report.solutions for k in s.phases_s})}}
     print(f"{workers} worker(s) {out['worker_labels']}: {len(entries)} candidates in {wall:.1f} s = "
           f"{out['candidates_per_minute']:.1f} per minute (pool start {start_s:.1f} s before, not counted); {statuses}; "
-          f"per worker {per_worker}; mean phases {out['mean_phases_s']}", flush=True)
+          f"per worker {per_worker}; mean phases {out['mean_phases_s']}; host {host}", flush=True)
     return out
 
 

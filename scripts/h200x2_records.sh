@@ -34,7 +34,7 @@ for step in ${STEPS:-scale harness}; do
   echo "=== $step (limit $l s, $(( $(date +%s) - start )) s elapsed)"
   [ "$l" -lt 60 ] && { echo "=== not run: $step"; continue; }
   case $step in
-    scale) timeout "$l" python3 benchmarks/scale.py --device cuda --workers 1,2 --out results/h200x2/scale.json 2>&1 \
+    scale) timeout "$l" python3 benchmarks/scale.py --device cuda --workers 1,2 ${SCALE_ARGS:-} --out results/h200x2/scale.json 2>&1 \
              | grep -v Warning | tee "$OUT/scale.log"; cp results/h200x2/scale.json "$OUT/" 2>/dev/null ;;
     harness) CUDA_VISIBLE_DEVICES=0 timeout "$l" python3 benchmarks/harness.py --device cuda --parts turnaround,throughput \
              --out results/h200/harness.json 2>&1 | grep -v Warning | tee "$OUT/harness.log"
