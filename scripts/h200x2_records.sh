@@ -26,7 +26,7 @@ for spec in "$@"; do
   l=$(( $(left) - RESERVE - 5 )); [ "$l" -gt 180 ] && l=180; [ "$l" -lt 40 ] && { echo "=== not run: $t"; continue; }
   echo "=== $t (limit $l s, $(( $(date +%s) - start )) s elapsed): ${files[*]}"
   timeout "$l" python3 -m kernelcraft eval "tasks/$t" "${files[@]}" --with-baseline --device cuda --with-compile \
-    --budget-ms "${BUDGET_MS:-200}" --json "results/h200/$t.json" 2>&1 | grep -v Warning | tail -40 | tee "$OUT/$t.log"
+    --budget-ms "${BUDGET_MS:-200}" --timeout "${EVAL_TIMEOUT:-60}" --json "results/h200/$t.json" 2>&1 | grep -v Warning | tail -40 | tee "$OUT/$t.log"
   cp "results/h200/$t.json" "$OUT/" 2>/dev/null
 done
 for step in ${STEPS:-scale harness}; do
