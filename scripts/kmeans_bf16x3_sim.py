@@ -7,7 +7,6 @@ interpreter) conversions. Prints the worst argmin excess over |x|^2 + max |c|^2 
 exact run (balanced_kmeans_step allows 1e-3), next to plain tf32 for comparison. ~20 s on 2 cores.
 """
 import torch
-
 from kmeans_tf32_sim import balanced, objective, rnd
 
 

@@ -34,6 +34,7 @@ from kernelcraft.errors import InputError, Problem
 from kernelcraft.worker.child import Job
 from kernelcraft.worker.executor import (
     GPU_DEPTH,
+    GPU_SPARES_PER_JOB,
     MAX_ATTEMPTS,
     Done,
     Executor,
@@ -41,7 +42,6 @@ from kernelcraft.worker.executor import (
     harness_failure,
     pick_lane,
 )
-from kernelcraft.worker.executor import GPU_SPARES_PER_JOB
 from kernelcraft.worker.pool import GpuSlot, JobOutcome, run_job
 
 ACTOR_START_TIMEOUT_S = 180  # every actor placed and answering; a cluster without room fails here
