@@ -159,7 +159,7 @@ def test_cuda_solution_exports_and_runs_the_reference_off_its_gpu(tmp_path):
 
     from conftest import ROOT
 
-    r = resolve(str(ROOT / "results" / "h200" / "rmsnorm.json"), "rmsnorm_bf16_h4096_cuda_vec8", task_dir=ROOT / "tasks" / "rmsnorm")
+    r = resolve(str(ROOT / "tests" / "fixtures" / "records" / "h200" / "rmsnorm.json"), "rmsnorm_bf16_h4096_cuda_vec8", task_dir=ROOT / "tasks" / "rmsnorm")
     out = export(r, "torch-op", tmp_path / "op", name="kc_h200_rmsnorm_test")
     src = Path(out["dest"]) / "src" / "kc_h200_rmsnorm_test"
     assert {p.name for p in (src / "_solution").iterdir()} >= {"kernel.cu", "binding.cpp"}

@@ -133,10 +133,11 @@ def test_tuner_with_a_file_searches_that_solutions_tunables(tmp_path):
     from kernelcraft.agent.loop import make_agent
     from kernelcraft.task.loader import load_task
 
-    task = load_task(TASKS / "layernorm")
-    default = make_agent("tuner", task)
-    named = make_agent(f"tuner:{TASKS / 'layernorm/candidates/triton_dispatch.py'}", task)
-    assert "LARGE" in named.space and "LARGE" not in default.space
+    task = load_task(TASKS / "softmax")
+    with pytest.raises(AgentError, match="TUNABLES"):  # no promoted softmax solution declares any
+        make_agent("tuner", task)
+    named = make_agent(f"tuner:{TASKS / 'softmax/candidates/triton_dispatch.py'}", task)
+    assert "CHUNK" in named.space
     with pytest.raises(AgentError, match="no such file"):
         make_agent(f"tuner:{tmp_path / 'missing.py'}", task)
 

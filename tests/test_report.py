@@ -17,6 +17,7 @@ from PIL import Image
 from conftest import ROOT
 
 H200 = ROOT / "results" / "h200"
+FROZEN = ROOT / "tests" / "fixtures" / "records" / "h200"  # real records that do not change (README there)
 
 
 class _Page(HTMLParser):
@@ -57,12 +58,12 @@ def _open(html: Path) -> tuple[_Page, list[Image.Image]]:
 
 def test_html_report_of_an_h200_record(tmp_path):
     html, md = tmp_path / "r.html", tmp_path / "r.md"
-    proc = kc("report", H200 / "rmsnorm.json", "--html", html, "--md", md)
+    proc = kc("report", FROZEN / "rmsnorm.json", "--html", html, "--md", md)
     assert proc.returncode == 0, proc.stderr
     page, pngs = _open(html)
     assert [i["alt"] for i in page.images] == ["Per-workload speedup over the baseline", "Roofline"]
     text = " ".join(page.text)
-    rec = json.loads((H200 / "rmsnorm.json").read_text())
+    rec = json.loads((FROZEN / "rmsnorm.json").read_text())
     comp = next(s for s in rec["solutions"] if s["name"] == "torch.compile")
     vec8 = next(s for s in rec["solutions"] if s["name"].endswith("cuda_vec8"))
     for w in comp["workloads"] + vec8["workloads"]:  # the record's numbers, in the latency table
@@ -86,7 +87,7 @@ def test_report_of_records_missing_fields(tmp_path):
     from kernelcraft.report.data import from_records
     from kernelcraft.report.render import context, to_html
 
-    rec = json.loads((H200 / "softmax.json").read_text())
+    rec = json.loads((FROZEN / "softmax.json").read_text())
     rec["solutions"] = [s for s in rec["solutions"] if s["name"] != "torch.compile"]
     stripped = tmp_path / "no_compile.json"
     stripped.write_text(json.dumps(rec))
@@ -164,6 +165,6 @@ def test_report_usage_errors(tmp_path):
     with pytest.raises(InputError, match="give an evaluation record"):
         gather(None, None, [], None, None)
     with pytest.raises(InputError, match="give one of them"):
-        gather(H200 / "rmsnorm.json", 1, [], None, None)
+        gather(FROZEN / "rmsnorm.json", 1, [], None, None)
     with pytest.raises(InputError, match="records of several tasks"):
-        gather(H200 / "rmsnorm.json", None, [H200 / "softmax.json"], None, None)
+        gather(FROZEN / "rmsnorm.json", None, [FROZEN / "softmax.json"], None, None)

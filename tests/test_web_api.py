@@ -24,7 +24,7 @@ from conftest import ROOT
 from web_support import DATABASES, csrf_of, fresh_database, snapshot, task_zip
 
 db_url = pytest.fixture(params=DATABASES)(fresh_database)
-H200 = ROOT / "results" / "h200"
+H200 = ROOT / "tests" / "fixtures" / "records" / "h200"  # frozen real records (README there)
 PASSWORD = "correct horse 42"
 
 

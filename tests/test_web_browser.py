@@ -46,7 +46,7 @@ def server(tmp_path):
     with Ledger(db).session() as s:  # the maintainer's account exists before the server starts
         create_account(s, "maint", PASSWORD)
         s.commit()
-    srv = Server(db, "--import-results", str(ROOT / "results" / "h200"), "--maintainer", "maint",
+    srv = Server(db, "--import-results", str(ROOT / "tests" / "fixtures" / "records" / "h200"), "--maintainer", "maint",
                  log=tmp_path / "server.log")
     yield srv
     srv.stop()
@@ -134,7 +134,7 @@ def test_sign_up_submit_vote_and_read_a_leaderboard(browser_exe, server, tmp_pat
             page.wait_for_url(f"{base}/tasks/rmsnorm_bf16_h4096")
             board = page.locator("section.board", has_text="NVIDIA H200")
             first = board.locator("table.leaderboard tbody tr").first
-            rec = json.loads((ROOT / "results" / "h200" / "rmsnorm.json").read_text())
+            rec = json.loads((ROOT / "tests" / "fixtures" / "records" / "h200" / "rmsnorm.json").read_text())
             best = max((s for s in rec["solutions"] if s["status"] == "PASSED"),
                        key=lambda s: s["speedup_vs_baseline"] or 0)
             assert best["name"] in first.inner_text() and "PASSED" in first.inner_text()
