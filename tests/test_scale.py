@@ -118,9 +118,34 @@ def test_a_lane_overlaps_builds_and_checks_but_times_each_candidate_alone(task, 
             if p is not o:
                 s0, s1 = p.slot_shared
                 assert s1 <= o.slot_held[0] or s0 >= o.slot_held[1], (o.slot_held, p.slot_shared)
-    # checks did overlap: some job held the slot shared while another was built or checking
-    spans = sorted((o.slot_shared[0], o.slot_held[1]) for o in outs)
-    assert any(b[0] < a[1] for a, b in itertools.pairwise(spans)), spans
+
+
+def test_gpu_slot_lets_checks_share_and_a_timing_wait_for_all_of_them():
+    """GpuSlot itself, deterministically: two shared holders at once; an exclusive request waits for
+    both to leave and, while it waits, keeps a new shared holder out."""
+    import threading
+
+    slot = pool.GpuSlot()
+    slot.acquire_shared()
+    slot.acquire_shared()  # a second check beside the first: no wait
+    got = threading.Event()
+
+    def timing():
+        slot.acquire_exclusive()
+        got.set()
+
+    t = threading.Thread(target=timing)
+    t.start()
+    assert not got.wait(0.3)  # two checks still hold it
+    late = threading.Event()
+    threading.Thread(target=lambda: (slot.acquire_shared(), late.set()), daemon=True).start()
+    slot.release_shared()
+    assert not got.wait(0.3)  # one check still holds it
+    slot.release_shared()
+    assert got.wait(5) and not late.is_set()  # the timing runs alone; the late check waits
+    slot.release_exclusive()
+    assert late.wait(5)
+    t.join()
 
 
 def test_a_request_for_the_gpu_is_accepted_once_and_only_after_a_build_result():
