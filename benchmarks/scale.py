@@ -19,6 +19,7 @@ import itertools
 import json
 import os
 import platform
+import resource
 import subprocess
 import sys
 import tempfile
@@ -69,8 +70,6 @@ def run_count(task, entries, device: str, workers: int, budget_ms: float, cpu_ma
         # warm (imports done), so the figure is the steady state, not the one-off start-up, which
         # is recorded beside it.
         start_s = ex.prestart() if warm else 0.0
-        import resource
-
         ru0, kids0, load0 = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN), os.getloadavg()[0]
         t0 = time.monotonic()
         report = evaluate(task, entries, opts, executor=ex)

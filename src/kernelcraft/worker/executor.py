@@ -59,6 +59,11 @@ class Lane:
     slot: GpuSlot = field(default_factory=GpuSlot)  # the GPU: checks share it, a timing holds it alone
 
 
+def spares_for(device: str, depth: int) -> int:
+    """Warm spares a lane of ``depth`` jobs keeps for its device: two per job on a GPU, one on a CPU."""
+    return depth * (GPU_SPARES_PER_JOB if device.startswith("cuda") else 1)
+
+
 def default_cpu_workers() -> int:
     """One: on a CPU task the CPU is also what is timed, and workers running side by side would
     disturb each other's timings. More (``--workers N``) suit correctness sweeps."""
@@ -163,11 +168,10 @@ class LocalExecutor(Executor):
         self._busy = [0] * len(lanes)
         self._closed = False
         self._events: queue.Queue = queue.Queue()
-        # spares per (device, visible GPU): one per job slot of the lanes that share those processes
-        self._keep: dict[tuple[str, str], int] = collections.Counter()
+        # spares per (device, visible GPU), summed over the lanes that share those processes
+        self._keep: dict[tuple[str, str | None], int] = collections.Counter()
         for lane in lanes:
-            per_job = GPU_SPARES_PER_JOB if lane.device.startswith("cuda") else 1
-            self._keep[(lane.device, lane.visible or "")] += lane.depth * per_job
+            self._keep[(lane.device, lane.visible)] += spares_for(lane.device, lane.depth)
         self._threads = [threading.Thread(target=self._runner, args=(i,), daemon=True, name=f"kc-{lane.label}")
                          for i, lane in enumerate(lanes) for _ in range(lane.depth)]
         for t in self._threads:
@@ -210,7 +214,7 @@ class LocalExecutor(Executor):
             try:
                 outcome = run_job(replace(job, device=lane.device, gpu_slot=gated), build_s, workload_s,
                                   spare_next=spare, visible=lane.visible, slot=lane.slot if gated else None,
-                                  keep=self._keep[(lane.device, lane.visible or "")])
+                                  keep=self._keep[(lane.device, lane.visible)])
             except Exception:  # noqa: BLE001 - a harness bug must become this job's verdict, not a hang
                 outcome = harness_failure(f"running the job on {lane.label}")
             with self._cond:
@@ -226,9 +230,8 @@ class LocalExecutor(Executor):
         pool that is already running, as in a design loop's later rounds. Returns the seconds."""
         from kernelcraft.worker.pool import prestart
 
-        keys = sorted({(lane.device, lane.visible or "") for lane in self.lanes})
-        with concurrent.futures.ThreadPoolExecutor(len(keys)) as ex:
-            return max(ex.map(lambda k: prestart(k[0], k[1] or None, keep=self._keep[k], timeout_s=timeout_s), keys))
+        with concurrent.futures.ThreadPoolExecutor(len(self._keep)) as ex:
+            return max(ex.map(lambda k: prestart(*k, keep=self._keep[k], timeout_s=timeout_s), self._keep))
 
     def close(self) -> None:
         with self._cond:

@@ -59,6 +59,7 @@ def _warm_enabled() -> bool:
 
 
 def _discard(spare: tuple) -> None:
+    _warm.discard(spare[0].pid)
     spare[1].close()
     spare[0].kill()
     spare[0].join(timeout=10)
@@ -66,10 +67,9 @@ def _discard(spare: tuple) -> None:
 
 def _take(device: str, spare_next: bool = True, visible: str | None = None, keep: int = 1) -> tuple:
     """A started worker for ``device``: the oldest usable spare, else a new process; then, when
-    another job is expected (``spare_next``), new spares until ``keep`` wait for it. A lane that
-    runs two jobs at once keeps two, so the job after the next does not find its spare still
-    importing torch (measured on the H200: the one spare of a two-job lane was taken again ~3 s
-    after it was spawned, half-way through its imports). A spare nobody takes is pure cost: on a
+    another job is expected (``spare_next``), new spares until ``keep`` wait for it (a busy GPU
+    lane keeps several, :func:`kernelcraft.worker.executor.spares_for`: on the H200 a lane with one
+    spare took it again ~3 s after it was spawned, half-way through its ~10 s of imports). A spare nobody takes is pure cost: on a
     2-core machine it slowed the test suite, where most evaluations hold one candidate.
     ``visible``: the one GPU the process may see (its CUDA_VISIBLE_DEVICES), None to inherit the
     parent's."""
@@ -81,6 +81,7 @@ def _take(device: str, spare_next: bool = True, visible: str | None = None, keep
             spare = waiting.pop(0)
             if spare[0].is_alive() and spare[2] == dict(os.environ):
                 worker = spare
+                _warm.discard(spare[0].pid)
             else:
                 _discard(spare)
         worker = worker or _spawn(device, visible)

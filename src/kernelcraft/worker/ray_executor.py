@@ -34,13 +34,13 @@ from kernelcraft.errors import InputError, Problem
 from kernelcraft.worker.child import Job
 from kernelcraft.worker.executor import (
     GPU_DEPTH,
-    GPU_SPARES_PER_JOB,
     MAX_ATTEMPTS,
     Done,
     Executor,
     Started,
     harness_failure,
     pick_lane,
+    spares_for,
 )
 from kernelcraft.worker.pool import GpuSlot, JobOutcome, run_job
 
@@ -93,7 +93,7 @@ class LaneActor:
             job = replace(job, task_root=self._task_root(digest, packed), device=self.device, gpu_slot=gated,
                           log_path=str(Path(logdir) / "worker.log"))
             return run_job(job, build_s, workload_s, spare_next=spare_next, slot=self.slot if gated else None,
-                           keep=self.depth * (GPU_SPARES_PER_JOB if self.device.startswith("cuda") else 1))
+                           keep=spares_for(self.device, self.depth))
 
 
 def _lost_errors(ray) -> tuple[type, ...]:
