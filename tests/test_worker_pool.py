@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import os
+import time
+
+import pytest
 
 from kernelcraft.worker import pool
 
@@ -69,3 +72,117 @@ def test_a_two_job_lane_keeps_two_spares_and_prestart_waits_until_they_are_warm(
         _stop(*first)
     finally:
         pool.shutdown_spares()
+
+
+# -- the template workers are forked from, and what a worker may send ---------------------------------
+
+MARKER_SOLUTION = '''
+import os
+import time
+
+import pytest
+from pathlib import Path
+
+# at import, in the worker: which environment and which parent it has
+Path(os.environ["KC_TEST_OUT"]).write_text(os.environ.get("KC_TEST_MARKER", "") + " " + str(os.getppid()))
+
+
+def run(x, weight, eps):
+    raise RuntimeError("not a kernel: this test reads what the import wrote")
+'''
+
+FORGING_SOLUTION = '''
+import gc
+import multiprocessing.connection
+import pathlib
+
+
+class _Payload:
+    """Unpickling this creates a file: it runs code wherever it is unpickled."""
+
+    def __reduce__(self):
+        return (pathlib.Path.touch, (pathlib.Path(MARKER),))
+
+
+for _o in gc.get_objects():
+    if isinstance(_o, multiprocessing.connection.Connection) and not _o.closed and _o.writable:
+        _o.send(_Payload())  # a pickle on the harness's pipe
+
+
+def run(x, weight, eps):
+    return x
+'''
+
+
+def _job(tmp_path, text: str):
+    from kernelcraft.solution.model import pack_python_file
+    from kernelcraft.task.loader import load_task
+    from kernelcraft.worker.child import Job
+
+    from conftest import ROOT
+
+    task = load_task(ROOT / "tasks/rmsnorm")
+    f = tmp_path / "cand.py"
+    f.write_text(text)
+    sol = pack_python_file(f, task.definition.name)
+    return Job(task_root=str(task.root), solution=sol.to_json_dict(), role="candidate", device="cpu", seed=1,
+               workload_uuids=[task.workloads[0].uuid], log_path=str(tmp_path / "worker.log"), time_it=False)
+
+
+def test_workers_are_forked_from_the_template_and_see_the_parents_environment(monkeypatch, tmp_path):
+    """With the forkserver, a worker is the template's child, not this process's, and starts in a
+    few milliseconds; its environment is the parent's when it was asked for (set here after the
+    template started), not the template's."""
+    from kernelcraft.worker import template
+
+    if not template.enabled():
+        pytest.skip("no forkserver on this platform")
+    monkeypatch.setenv("KERNELCRAFT_WARM_WORKER", "1")
+    pool.shutdown_spares()
+    try:
+        pool.prestart("cpu", keep=1, timeout_s=120)  # the template is up and has forked a spare
+        t0 = time.monotonic()
+        proc, conn = pool._spawn("cpu")[:2]
+        assert time.monotonic() - t0 < 2.0  # a fork, not a fresh interpreter importing torch
+        _stop(proc, conn)
+        monkeypatch.setenv("KC_TEST_MARKER", "set-after-the-template-started")
+        monkeypatch.setenv("KC_TEST_OUT", str(tmp_path / "seen.txt"))
+        out = pool.run_job(_job(tmp_path, MARKER_SOLUTION), 120, 120)
+        marker, ppid = (tmp_path / "seen.txt").read_text().split()
+        assert marker == "set-after-the-template-started"
+        assert int(ppid) != os.getpid()  # forked by the template
+        assert out.build is not None and out.cpu_s is not None and out.cpu_s > 0
+    finally:
+        pool.shutdown_spares()
+
+
+def test_template_kind_is_fixed_and_can_be_turned_off(monkeypatch):
+    from kernelcraft.worker import template
+
+    monkeypatch.setenv("KERNELCRAFT_FORKSERVER", "0")
+    assert template.context("cpu").get_start_method() == "spawn"
+    monkeypatch.setenv("KERNELCRAFT_FORKSERVER", "1")
+    if not template.enabled():
+        pytest.skip("no forkserver on this platform")
+    kind = template._kind or template.kind_of("cpu")
+    other = "cuda:0" if kind == "cpu" else "cpu"
+    assert template.context("cpu" if kind == "cpu" else "cuda:0").get_start_method() == "forkserver"
+    assert template.context(other).get_start_method() == "spawn"  # the other kind starts cold
+
+
+def test_a_pickle_on_the_pipe_is_rejected_unread(tmp_path):
+    """Candidate code that writes a pickle to the worker's pipe: the parent decodes JSON only, so
+    the payload (which would create a file when unpickled) never runs, and the verdict names it."""
+    marker = tmp_path / "unpickled-in-the-parent"
+    out = pool.run_job(_job(tmp_path, f"MARKER = {str(marker)!r}\n" + FORGING_SOLUTION), 120, 120)
+    assert out.died_status == "REJECTED" and "[forged-result]" in out.died, out.died
+    assert not marker.exists()
+
+
+def test_decode_takes_only_plain_messages():
+    import pickle
+
+    assert pool.decode(b'["phase", "build", null, 1.5]') == ("phase", "build", None, 1.5)
+    assert pool.decode(b'["workload", "correctness", "u", {"max_abs_error": NaN}]')[3]["max_abs_error"] != 0
+    assert pool.decode(pickle.dumps(("done",))) is None
+    assert pool.decode(b'{"kind": "done"}') is None and pool.decode(b"[]") is None and pool.decode(b"[1]") is None

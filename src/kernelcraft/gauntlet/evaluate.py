@@ -193,6 +193,8 @@ class Prepared:
         _apply(self.res, self.by_uuid, done.outcome, task, cal, self.role)
         self.res.worker, self.res.attempts, self.res.retried = done.worker, done.attempts, list(done.retried)
         self.res.phases_s = {k: round(v, 3) for k, v in done.outcome.phases_s.items()}
+        self.res.phases_cpu_s = {k: round(v, 3) for k, v in done.outcome.phases_cpu_s.items()}
+        self.res.worker_cpu_s = None if done.outcome.cpu_s is None else round(done.outcome.cpu_s, 3)
         self.res.wall_s = time.monotonic() - t0
         if self.logdir is not None:
             self.logdir.cleanup()

@@ -63,6 +63,10 @@ class SolutionResult(_Record):
     workloads: list[WorkloadResult] = Field(default_factory=list)
     holdouts: list[WorkloadResult] = Field(default_factory=list)  # generalization gate: unseen shapes
     phases_s: dict[str, float] = Field(default_factory=dict)  # worker wall seconds per phase (start = spawn + imports)
+    # the worker's CPU seconds (its compilers included), per phase and in all, as it reported them:
+    # a diagnostic of the harness's cost, from a process that ran candidate code (never a verdict)
+    phases_cpu_s: dict[str, float] = Field(default_factory=dict)
+    worker_cpu_s: float | None = None
     sanitize: dict | None = None  # eval --sanitize: compute-sanitizer per tool (errors, excerpt, shapes)
 
 

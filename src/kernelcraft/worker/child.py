@@ -1,16 +1,21 @@
 """The worker process: builds one solution and runs it. Nothing here records results.
 
 It speaks to the parent over a pipe, announcing each phase before it starts, so that when the
-process hangs or dies the parent knows exactly where. Messages are plain tuples:
+process hangs or dies the parent knows exactly where. Messages are JSON arrays, never pickles: this
+process runs candidate code, which could write to the pipe, and unpickling is running code, so
+nothing it sends may be more than data to the process that records results (:func:`send`).
 
-- ``("phase", gate, uuid | None)`` about to start a gate (for a workload);
+- ``("warm",)`` (a spare) its imports are done; it waits for a job;
+- ``("phase", gate, uuid | None, cpu_s)`` about to start a gate (for a workload); ``cpu_s``: this
+  process's CPU seconds so far, its reaped children (nvcc, ptxas) included: a diagnostic only;
 - ``("build", status, reason)`` the build's outcome (``PASSED``, ``COMPILE_ERROR`` or ``SKIPPED``);
 - ``("ready",)`` (jobs with ``gpu_slot``) built; waiting for the parent's ``("go",)``, which comes once
   this process holds its device's GPU slot (shared: other candidates' checks may run beside);
 - ``("ready", "timing")`` (jobs with ``gpu_slot``) checked, its GPU work finished; waiting for the
   ``("go",)`` that says it now holds the slot alone, for its timings;
 - ``("workload", gate, uuid, fields)`` one workload's outcome for that gate;
-- ``("done",)`` finished.
+- ``("fatal", text)`` a harness error (not the candidate's verdict);
+- ``("done", cpu_s)`` finished.
 
 Module-level imports stay minimal: the Triton interpreter must be switched on before triton is
 imported anywhere in this process.
@@ -18,7 +23,9 @@ imported anywhere in this process.
 
 from __future__ import annotations
 
+import json
 import os
+import resource
 import sys
 import tempfile
 import traceback
@@ -43,6 +50,25 @@ class Job:
     gpu_slot: bool = False
 
 
+def cpu_seconds() -> float:
+    """CPU seconds of this process and of its children it has waited for (compilers)."""
+    me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
+
+
+def _plain(x: object) -> object:
+    """JSON's fallback for numbers that are not Python floats (a numpy or torch scalar)."""
+    try:
+        return float(x)
+    except (TypeError, ValueError):
+        return repr(x)
+
+
+def send(conn, *msg: object) -> None:
+    """One message to the parent, as JSON bytes (the parent decodes data, never pickles)."""
+    conn.send_bytes(json.dumps(msg, default=_plain).encode())
+
+
 def _only_gpu(visible: str | None) -> None:
     """Show this process one GPU (before torch is imported): a candidate cannot reach another GPU,
     where a different candidate may be timed."""
@@ -50,16 +76,12 @@ def _only_gpu(visible: str | None) -> None:
         os.environ["CUDA_VISIBLE_DEVICES"] = visible
 
 
-def warm_main(conn, device: str, visible: str | None = None) -> None:
-    """A spare worker: spawned ahead of need, it imports what every job needs (torch, triton, the
-    gauntlet) while the previous candidate runs, then waits for one job. Each candidate still gets a
-    process of its own; only the start-up cost is taken off its turnaround."""
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    os.dup2(devnull, 1)
-    os.dup2(devnull, 2)
-    _only_gpu(visible)
-    if not device.startswith("cuda"):
-        os.environ["TRITON_INTERPRET"] = "1"  # before triton is imported anywhere in this process
+def warm_imports() -> None:
+    """Import what every job needs: torch, the gauntlet, torch._dynamo (entered once, see
+    :func:`kernelcraft.gauntlet.integrity.prime_dispatch_modes`) and triton, with the hash of
+    Triton's own sources that keys its cache. On the H200 host that is ~14 CPU-s and ~10 s of wall
+    time per process (torch 7.6 CPU-s, torch._dynamo 4.3, triton_key 0.9: scripts/worker_profile.py).
+    Failures are left to the job, which imports the same things again and reports there."""
     try:
         import kernelcraft.gauntlet.runner  # noqa: F401  (imports torch)
         import kernelcraft.solution.build  # noqa: F401
@@ -68,13 +90,34 @@ def warm_main(conn, device: str, visible: str | None = None) -> None:
 
         prime_dispatch_modes()
         try:
-            import triton  # noqa: F401
+            from triton.runtime.cache import triton_key
+
+            triton_key()  # cached for the process (and for every process forked from it)
         except Exception:  # noqa: BLE001, S110 - the job reports a triton that cannot start
             pass
     except BaseException:  # noqa: BLE001, S110 - the same imports run again in the job and report there
         pass
+
+
+def warm_main(conn, device: str, visible: str | None = None, env: dict[str, str] | None = None) -> None:
+    """A spare worker: started ahead of need, it imports what every job needs (torch, triton, the
+    gauntlet) while the previous candidate runs, then waits for one job. Each candidate still gets a
+    process of its own; only the start-up cost is taken off its turnaround. Forked from a template
+    that has imported all of that already (:mod:`kernelcraft.worker.template`), the imports below
+    find everything loaded. ``env``: the parent's environment when it asked for this process (a
+    forked process would otherwise have the template's)."""
+    if env is not None:
+        os.environ.clear()
+        os.environ.update(env)
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, 1)
+    os.dup2(devnull, 2)
+    _only_gpu(visible)
+    if not device.startswith("cuda"):
+        os.environ["TRITON_INTERPRET"] = "1"  # before triton is imported anywhere in this process
+    warm_imports()
     try:
-        conn.send(("warm",))
+        send(conn, "warm")
         job = conn.recv()
     except (EOFError, OSError):
         return  # no job came: the parent is gone or shut the spare down
@@ -91,9 +134,9 @@ def worker_main(conn, job: Job) -> None:
     try:
         _run(conn, job)
     except BaseException:  # noqa: BLE001 - a harness bug must still reach the parent as text
-        conn.send(("fatal", traceback.format_exc()[-4000:]))
+        send(conn, "fatal", traceback.format_exc()[-4000:])
     finally:
-        conn.send(("done",))
+        send(conn, "done", cpu_seconds())
         conn.close()
 
 
@@ -147,14 +190,14 @@ def _run(conn, job: Job) -> None:
     torch.seed()
 
     solution = Solution.model_validate(job.solution)
-    conn.send(("phase", "build", None))
+    send(conn, "phase", "build", None, cpu_seconds())
     if solution.spec.language == "triton":
         # Import triton here, as the harness: if it cannot start (a missing numpy for the CPU
         # interpreter, a broken install), that is this machine's problem, not the candidate's.
         try:
             import triton  # noqa: F401
         except Exception as e:  # noqa: BLE001
-            conn.send(("build", "SKIPPED", f"triton cannot be imported on this machine: {type(e).__name__}: {e}"))
+            send(conn, "build", "SKIPPED", f"triton cannot be imported on this machine: {type(e).__name__}: {e}")
             return
         if os.environ.get("TRITON_INTERPRET") == "1":
             from kernelcraft.gauntlet.integrity import exempt_triton_interpreter
@@ -178,10 +221,10 @@ def _run(conn, job: Job) -> None:
         try:
             fn = build(solution, job.device, workdir)
         except BuildError as e:
-            conn.send(("build", "COMPILE_ERROR", str(e)))
+            send(conn, "build", "COMPILE_ERROR", str(e))
             return
         except CannotRun as e:
-            conn.send(("build", "SKIPPED", str(e)))
+            send(conn, "build", "SKIPPED", str(e))
             return
         dps = solution.spec.destination_passing_style
         tampered = tamper.reason()
@@ -190,11 +233,11 @@ def _run(conn, job: Job) -> None:
             # slot, i.e. while another candidate is timed on this GPU.
             tampered = f"[threads] the import left {python_threads() - threads_before} Python thread(s) running"
         if tampered:
-            conn.send(("build", "REJECTED", "on import: " + tampered))
+            send(conn, "build", "REJECTED", "on import: " + tampered)
             return
-    conn.send(("build", "PASSED", ""))
+    send(conn, "build", "PASSED", "")
     if job.gpu_slot:
-        conn.send(("ready",))
+        send(conn, "ready")
         if conn.recv() != ("go",):
             return
     if on_gpu and job.gpu_slot:
@@ -204,17 +247,17 @@ def _run(conn, job: Job) -> None:
                     tamper=tamper)
     workloads = [task.workload(u) for u in job.workload_uuids]
     for w in workloads:
-        conn.send(("phase", "correctness", w.uuid))
+        send(conn, "phase", "correctness", w.uuid, cpu_seconds())
         result = runner.check(w)
-        conn.send(("workload", "correctness", w.uuid, result))
+        send(conn, "workload", "correctness", w.uuid, result)
         if result["status"] != "PASSED":
             return
     for h in map(Workload.model_validate, job.holdouts):
-        conn.send(("phase", "generalization", h.uuid))
+        send(conn, "phase", "generalization", h.uuid, cpu_seconds())
         result = runner.check(h, salt=0x401D)
         if result["gate"] == "correctness":
             result["gate"] = "generalization"
-        conn.send(("workload", "generalization", h.uuid, result))
+        send(conn, "workload", "generalization", h.uuid, result)
         if result["status"] != "PASSED":
             return
     if not job.time_it:
@@ -224,12 +267,12 @@ def _run(conn, job: Job) -> None:
             import torch
 
             torch.cuda.synchronize()  # every stream of this process: nothing of ours runs on
-        conn.send(("ready", "timing"))
+        send(conn, "ready", "timing")
         if conn.recv() != ("go",):
             return
     for w in workloads:
-        conn.send(("phase", "timing", w.uuid))
+        send(conn, "phase", "timing", w.uuid, cpu_seconds())
         result = runner.time(w, role=job.role, **job.timing)
-        conn.send(("workload", "timing", w.uuid, result))
+        send(conn, "workload", "timing", w.uuid, result)
         if result["status"] != "PASSED":
             return

@@ -5,10 +5,16 @@ abort, an illegal memory access that takes the CUDA context down, ``os._exit``) 
 signal or exit code and the tail of its log (RUNTIME_ERROR). Either way the parent keeps every
 message the worker sent before, and the next job gets a fresh process.
 
-Every job gets a process of its own, but not a cold one: while a job runs, a spare for the same
-device is spawned and imports torch, triton and the gauntlet (:func:`warm_main`), so the next job
-starts without that cost (only when the caller says another job follows). A spare is used only if
-it is alive and the environment has not changed since it was spawned. ``KERNELCRAFT_WARM_WORKER=0`` turns spares off.
+Every job gets a process of its own, but not a cold one: processes are forked from a template that
+has imported torch, triton and the gauntlet once (:mod:`kernelcraft.worker.template`), and while a
+job runs, spares for the same device are started (:func:`warm_main`), so the next job finds one
+waiting (only when the caller says another job follows). A spare is used only if it is alive and
+the environment has not changed since it was started. ``KERNELCRAFT_WARM_WORKER=0`` turns spares
+off, ``KERNELCRAFT_FORKSERVER=0`` the template (each process then imports everything itself).
+
+What a worker sends is data, never code: messages are JSON (:func:`decode`), because candidate code
+runs in that process and could write to the pipe, and unpickling its bytes here would run whatever
+it put there in the process that records results.
 
 A job with ``gpu_slot`` builds first and then asks for its device's GPU slot (``("ready",)``): the
 parent answers ``("go",)`` once it holds the slot *shared*, for the correctness and generalization
@@ -21,7 +27,7 @@ other candidate's GPU work runs while one is timed, while builds and checks over
 
 from __future__ import annotations
 
-import multiprocessing as mp
+import json
 import os
 import signal
 import threading
@@ -29,7 +35,10 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from kernelcraft.worker import template
 from kernelcraft.worker.child import Job, warm_main
+
+MAX_MESSAGE_BYTES = 64 << 20  # one message from a worker: results of one workload, or a traceback
 
 # (device, visible GPU) -> started spares, oldest first: (process, parent end of the pipe,
 # environment at spawn)
@@ -37,6 +46,7 @@ _spares: dict[tuple[str, str | None], list[tuple]] = {}
 _spares_lock = threading.Lock()
 _running: dict[str, int] = {}  # a running job's log path -> its worker's pid
 _warm: set[int] = set()  # pids of spares whose ("warm",) prestart has read
+_starting: dict[tuple[str, str | None], int] = {}  # spares being started, outside the lock
 
 
 def running_workers() -> dict[str, int]:
@@ -45,13 +55,48 @@ def running_workers() -> dict[str, int]:
         return dict(_running)
 
 
+def decode(raw: bytes) -> tuple | None:
+    """A worker's message as a tuple of plain data (JSON: strings, numbers, lists, dicts); None
+    when the bytes are not one (a pickle, garbage): the harness's own worker never sends such."""
+    try:
+        msg = json.loads(raw)
+    except (ValueError, UnicodeDecodeError):
+        return None
+    if not isinstance(msg, list) or not msg or not isinstance(msg[0], str):
+        return None
+    return tuple(msg)
+
+
 def _spawn(device: str, visible: str | None = None) -> tuple:
-    ctx = mp.get_context("spawn")
+    """A new worker process for ``device``, forked from the template where there is one. Starting
+    one can wait for the template's imports (its first use), so callers do not hold the lock."""
+    ctx = template.context(device)
+    env = dict(os.environ)
     parent_conn, child_conn = ctx.Pipe(duplex=True)
-    proc = ctx.Process(target=warm_main, args=(child_conn, device, visible), daemon=True)
+    proc = ctx.Process(target=warm_main, args=(child_conn, device, visible, env), daemon=True)
     proc.start()
     child_conn.close()
-    return proc, parent_conn, dict(os.environ)
+    return proc, parent_conn, env
+
+
+def _add_spares(key: tuple[str, str | None], keep: int) -> None:
+    """Start spares for ``key`` until ``keep`` wait or are being started (outside the lock)."""
+    with _spares_lock:
+        need = keep - len(_spares.get(key, [])) - _starting.get(key, 0)
+        if need <= 0:
+            return
+        _starting[key] = _starting.get(key, 0) + need
+    started = 0
+    try:
+        for _ in range(need):
+            spare = _spawn(*key)
+            with _spares_lock:
+                _spares.setdefault(key, []).append(spare)
+                _starting[key] -= 1
+            started += 1
+    finally:
+        with _spares_lock:
+            _starting[key] -= need - started
 
 
 def _warm_enabled() -> bool:
@@ -74,22 +119,23 @@ def _take(device: str, spare_next: bool = True, visible: str | None = None, keep
     ``visible``: the one GPU the process may see (its CUDA_VISIBLE_DEVICES), None to inherit the
     parent's."""
     key = (device, visible)
+    worker, stale = None, []
     with _spares_lock:
-        waiting = _spares.setdefault(key, [])
-        worker = None
+        waiting = _spares.get(key, [])
         while waiting and worker is None:
             spare = waiting.pop(0)
             if spare[0].is_alive() and spare[2] == dict(os.environ):
                 worker = spare
                 _warm.discard(spare[0].pid)
             else:
-                _discard(spare)
-        worker = worker or _spawn(device, visible)
-        if spare_next and _warm_enabled():
-            while len(waiting) < max(1, keep):
-                waiting.append(_spawn(device, visible))
+                stale.append(spare)
         if not waiting:
-            del _spares[key]
+            _spares.pop(key, None)
+    for spare in stale:
+        _discard(spare)
+    worker = worker or _spawn(device, visible)
+    if spare_next and _warm_enabled():
+        _add_spares(key, max(1, keep))
     return worker[0], worker[1]
 
 
@@ -100,16 +146,14 @@ def prestart(device: str, visible: str | None = None, keep: int = 1, timeout_s: 
     t0 = time.monotonic()
     if not _warm_enabled():
         return 0.0
+    _add_spares((device, visible), keep)
     with _spares_lock:
-        waiting = _spares.setdefault((device, visible), [])
-        while len(waiting) < keep:
-            waiting.append(_spawn(device, visible))
-        pending = [sp for sp in waiting if sp[0].pid not in _warm]
+        pending = [sp for sp in _spares.get((device, visible), []) if sp[0].pid not in _warm]
     for proc, conn, _ in pending:
         left = timeout_s - (time.monotonic() - t0)
         try:
             if left > 0 and conn.poll(left):
-                if conn.recv() == ("warm",):
+                if decode(conn.recv_bytes(MAX_MESSAGE_BYTES)) == ("warm",):
                     _warm.add(proc.pid)
                 else:  # not a spare's first word: keep no process that says otherwise
                     proc.kill()
@@ -178,6 +222,11 @@ class JobOutcome:
     # wall seconds per phase the worker announced ("start": spawn/imports until the build began;
     # then build, correctness, generalization, timing, ...), slot waits included where they fell
     phases_s: dict[str, float] = field(default_factory=dict)
+    # CPU seconds the worker reported (its own and its compilers'), in all and per phase ("start":
+    # what it used before its build began: its imports where it was not forked warm). Reported by a
+    # process that runs candidate code: a diagnostic, never part of a verdict.
+    cpu_s: float | None = None
+    phases_cpu_s: dict[str, float] = field(default_factory=dict)
 
 
 def _log_tail(path: str, n: int = 2500) -> str:
@@ -232,6 +281,16 @@ def _out_of_protocol(msg: tuple, phase: tuple[str, str | None], answered: set) -
     return ""
 
 
+def _cpu_lap(out: JobOutcome, phase: str, reported: object, before: float) -> float:
+    """Book the worker's reported CPU seconds since its last report to ``phase``; a report that is
+    not a number, or runs backwards, is ignored (diagnostics only: the worker runs candidate code)."""
+    if isinstance(reported, (int, float)) and not isinstance(reported, bool) and reported >= before:
+        out.phases_cpu_s[phase] = out.phases_cpu_s.get(phase, 0.0) + reported - before
+        out.cpu_s = float(reported)
+        return float(reported)
+    return before
+
+
 def run_job(job: Job, build_timeout_s: float, workload_timeout_s: float, spare_next: bool = False,
             visible: str | None = None, slot: GpuSlot | None = None, keep: int = 1) -> JobOutcome:
     """Run one job in a worker of its own; ``spare_next``: another job will follow, so start its
@@ -250,6 +309,7 @@ def run_job(job: Job, build_timeout_s: float, workload_timeout_s: float, spare_n
         pass  # the worker died before taking its job: reported below as the process's exit
     phase: tuple[str, str | None] = ("start", None)
     phase_t0 = out.taken_at
+    cpu_t0 = 0.0  # the worker's CPU seconds at its last report
     answered: set[tuple[str, str | None]] = set()  # phases whose one result has arrived
     # Spawning and importing torch is the harness's own cost; give it the build's allowance.
     deadline = build_timeout_s
@@ -261,7 +321,7 @@ def run_job(job: Job, build_timeout_s: float, workload_timeout_s: float, spare_n
                 out.died = f"no progress within {deadline:g} s during {phase[0]} ({where}); the worker was killed"
                 break
             try:
-                msg = parent_conn.recv()
+                msg = decode(parent_conn.recv_bytes(MAX_MESSAGE_BYTES))
             except (EOFError, OSError):
                 proc.join(timeout=10)
                 out.died_status, out.died_phase = "RUNTIME_ERROR", phase
@@ -270,6 +330,11 @@ def run_job(job: Job, build_timeout_s: float, workload_timeout_s: float, spare_n
                 tail = _log_tail(job.log_path)
                 if tail:
                     out.died += f"; its output ended with:\n{tail}"
+                break
+            if msg is None:
+                out.died_status, out.died_phase = "REJECTED", phase
+                out.died = ("[forged-result] the worker's pipe carried bytes that are not one of the harness's "
+                            "messages (candidate code writing to it); the worker was stopped")
                 break
             kind = msg[0]
             if msg == ("warm",) and phase == ("start", None) and not answered:
@@ -282,6 +347,7 @@ def run_job(job: Job, build_timeout_s: float, workload_timeout_s: float, spare_n
             if kind == "phase":
                 now = time.monotonic()
                 out.phases_s[phase[0]] = out.phases_s.get(phase[0], 0.0) + now - phase_t0
+                cpu_t0 = _cpu_lap(out, phase[0], msg[3] if len(msg) > 3 else None, cpu_t0)
                 phase, phase_t0 = (msg[1], msg[2]), now
                 deadline = build_timeout_s if msg[1] == "build" else workload_timeout_s
             elif kind == "build":
@@ -311,6 +377,7 @@ def run_job(job: Job, build_timeout_s: float, workload_timeout_s: float, spare_n
                 out.died = f"harness error in the worker (not the candidate's verdict):\n{msg[1]}"
             elif kind == "done":
                 out.phases_s[phase[0]] = out.phases_s.get(phase[0], 0.0) + time.monotonic() - phase_t0
+                _cpu_lap(out, phase[0], msg[1] if len(msg) > 1 else None, cpu_t0)
                 break
     finally:
         if proc.is_alive():

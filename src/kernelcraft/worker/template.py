@@ -1,0 +1,63 @@
+"""The template worker processes are forked from.
+
+A worker process imports torch, torch._dynamo, triton and the gauntlet before it can take a job:
+~14 CPU-seconds and ~10 s of wall time per process on the 2 x H200 host (scripts/worker_profile.py),
+against ~1.2 CPU-s for the job itself (a silu_mul candidate checked and timed). Every candidate
+still runs in a process of its own; the processes are forked from a template that did those imports
+once (multiprocessing's forkserver, with :mod:`kernelcraft.worker._template_cuda` or
+``_template_cpu`` as its preload), so each pays only for its own work.
+
+The template never touches a GPU: CUDA is initialized in each forked worker, after it has set its
+own ``CUDA_VISIBLE_DEVICES`` (forking a process that has initialized CUDA is not safe). Each worker
+replaces the template's environment with the one its parent had when it asked for the process
+(:func:`kernelcraft.worker.child.warm_main`).
+
+One forkserver serves a process, with one template: the kind of the first worker asked for
+(``cuda``, or ``cpu``, whose template switches the Triton interpreter on before triton is
+imported, which cannot be undone). Workers of the other kind are spawned cold, as they are where
+forkserver is missing (not Linux) or ``KERNELCRAFT_FORKSERVER=0``.
+"""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import os
+import sys
+import threading
+
+_lock = threading.Lock()
+_kind: str | None = None  # the kind of the one template this process's forkserver preloads
+
+
+def kind_of(device: str) -> str:
+    return "cuda" if device.startswith("cuda") else "cpu"
+
+
+def enabled() -> bool:
+    return (os.environ.get("KERNELCRAFT_FORKSERVER", "1") != "0" and sys.platform.startswith("linux")
+            and "forkserver" in mp.get_all_start_methods())
+
+
+def context(device: str):
+    """The multiprocessing context a worker for ``device`` is started with: the forkserver whose
+    template has this kind's imports, else spawn."""
+    global _kind
+    if not enabled():
+        return mp.get_context("spawn")
+    kind = kind_of(device)
+    with _lock:
+        if _kind is None:
+            _kind = kind
+            mp.set_forkserver_preload([f"kernelcraft.worker._template_{kind}"])
+        if _kind != kind:
+            return mp.get_context("spawn")
+    return mp.get_context("forkserver")
+
+
+def warm(template_kind: str) -> None:
+    """The template's imports (the forkserver's preload runs this once)."""
+    if template_kind == "cpu":
+        os.environ["TRITON_INTERPRET"] = "1"  # before triton is imported anywhere in the template
+    from kernelcraft.worker.child import warm_imports
+
+    warm_imports()
