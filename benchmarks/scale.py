@@ -54,6 +54,18 @@ def batch(task, solution: Path, n: int, dest: Path) -> list:
     return entries
 
 
+def host_busy_cpu_s() -> float | None:
+    """CPU-seconds the whole host has spent busy since boot (/proc/stat: user, nice, system, irq,
+    softirq, steal), None off Linux. Worker processes are forked by the pool's template, not by
+    this process, so this process's RUSAGE_CHILDREN no longer sees them."""
+    try:
+        fields = [int(x) for x in Path("/proc/stat").read_text().splitlines()[0].split()[1:]]
+    except (OSError, ValueError, IndexError):
+        return None
+    user, nice, system, _idle, _iowait, irq, softirq, steal = (fields + [0] * 8)[:8]
+    return (user + nice + system + irq + softirq + steal) / os.sysconf("SC_CLK_TCK")
+
+
 def run_count(task, entries, device: str, workers: int, budget_ms: float, cpu_max_mb: float,
               warm: bool = True) -> dict:
     from kernelcraft.gauntlet import Options, evaluate
@@ -70,14 +82,21 @@ def run_count(task, entries, device: str, workers: int, budget_ms: float, cpu_ma
         # warm (imports done), so the figure is the steady state, not the one-off start-up, which
         # is recorded beside it.
         start_s = ex.prestart() if warm else 0.0
-        ru0, kids0, load0 = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN), os.getloadavg()[0]
+        ru0, busy0, load0 = resource.getrusage(resource.RUSAGE_SELF), host_busy_cpu_s(), os.getloadavg()[0]
         t0 = time.monotonic()
         report = evaluate(task, entries, opts, executor=ex)
         wall = time.monotonic() - t0
-        ru1, kids1, load1 = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN), os.getloadavg()[0]
-    # where the host's CPU went: this (recording) process, and the worker processes it reaped
+        ru1, busy1, load1 = resource.getrusage(resource.RUSAGE_SELF), host_busy_cpu_s(), os.getloadavg()[0]
+    # where the host's CPU went: this (recording) process; the workers, as each reported its own
+    # (and its compilers') CPU seconds; the whole host, from /proc/stat (spares started for jobs
+    # that never came, the template, everything else running)
+    worker_cpu = [s.worker_cpu_s for s in report.solutions if s.worker_cpu_s is not None]
+    busy = None if busy0 is None or busy1 is None else busy1 - busy0
     host = {"parent_cpu_s": round(ru1.ru_utime + ru1.ru_stime - ru0.ru_utime - ru0.ru_stime, 2),
-            "workers_cpu_s": round(kids1.ru_utime + kids1.ru_stime - kids0.ru_utime - kids0.ru_stime, 2),
+            "workers_cpu_s": round(sum(worker_cpu), 2),
+            "worker_cpu_s_per_candidate": round(sum(worker_cpu) / len(worker_cpu), 2) if worker_cpu else None,
+            "host_busy_cpu_s": None if busy is None else round(busy, 1),
+            "host_busy_cores_mean": None if busy is None else round(busy / wall, 2),
             "loadavg_1min_before_after": [round(load0, 2), round(load1, 2)], "cpu_count": os.cpu_count()}
     shutdown_spares()
     per_worker: dict[str, int] = {}
@@ -94,11 +113,23 @@ def run_count(task, entries, device: str, workers: int, budget_ms: float, cpu_ma
            "pool_warm": warm, "pool_start_s": round(start_s, 3), "host": host,
            # mean worker seconds per phase ("start": taking the worker until the build began)
            "mean_phases_s": {k: round(sum(s.phases_s.get(k, 0.0) for s in report.solutions) / len(report.solutions), 3)
-                             for k in sorted({k for s in report.solutions for k in s.phases_s})}}
+                             for k in sorted({k for s in report.solutions for k in s.phases_s})},
+           # mean worker CPU seconds per phase, as the workers reported them
+           "mean_phases_cpu_s": {k: round(sum(s.phases_cpu_s.get(k, 0.0) for s in report.solutions) / len(report.solutions), 3)
+                                 for k in sorted({k for s in report.solutions for k in s.phases_cpu_s})},
+           "worker_start": template_note()}
     print(f"{workers} worker(s) {out['worker_labels']}: {len(entries)} candidates in {wall:.1f} s = "
           f"{out['candidates_per_minute']:.1f} per minute (pool start {start_s:.1f} s before, not counted); {statuses}; "
           f"per worker {per_worker}; mean phases {out['mean_phases_s']}; host {host}", flush=True)
     return out
+
+
+def template_note() -> str:
+    from kernelcraft.worker import template
+
+    if not template.enabled():
+        return "spawned: each worker process imports torch, triton and the gauntlet itself"
+    return "forked from the pool's template (torch, triton and the gauntlet imported once)"
 
 
 def _git(*args: str) -> str | None:

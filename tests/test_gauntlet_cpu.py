@@ -46,6 +46,9 @@ def test_catalog_solutions_on_cpu(task, small_tasks, tmp_path):
         # where the worker's time went: spawn and imports, build, checks, timing
         assert {"start", "build", "correctness", "timing"} <= set(s["phases_s"]), s["phases_s"]
         assert all(v >= 0 for v in s["phases_s"].values())
+        # and its CPU: the interpreter's checks and timings cost CPU seconds, as the worker reported
+        assert s["phases_cpu_s"]["correctness"] > 0 and s["phases_cpu_s"]["timing"] > 0, s["phases_cpu_s"]
+        assert s["worker_cpu_s"] >= sum(s["phases_cpu_s"].values()) - 0.01
         for w in s["workloads"]:
             assert WORKLOAD_FIELDS <= set(w)
             assert w["status"] == "PASSED"
