@@ -8,8 +8,10 @@ The batch: the first N configurations of ``TUNABLES`` of a catalog solution (def
 tasks/silu_mul/solutions/triton_tunable.py), every gate and timing included, evaluated by the local
 pool with 1, 2, ... workers (GPUs with ``--device cuda``, CPU workers with ``--device cpu``). Each
 count starts from the same state: new worker processes, started and warm before the clock starts
-(a design loop's pool after its first round; ``--cold-pool`` counts that start-up too), and empty
-Triton and kernelcraft build caches, so no count profits from another's compilations. Target (issue 11): 2 GPUs >= 1.8x 1 GPU.
+(a design loop's pool after its first round; ``--cold-pool`` counts that start-up too) and the
+device calibrated, and empty Triton and kernelcraft build caches, so no count profits from another's
+compilations. The pool's template (the process workers are forked from) is started once, by the
+first count's pool start. Target (issue 11): 2 GPUs >= 1.8x 1 GPU.
 """
 
 from __future__ import annotations
@@ -66,18 +68,66 @@ def host_busy_cpu_s() -> float | None:
     return (user + nice + system + irq + softirq + steal) / os.sysconf("SC_CLK_TCK")
 
 
+def gpu_timeline(outcomes: list, t0: float, wall: float) -> dict:
+    """Per lane, from the pool's own clock: how much of the batch's wall time the GPU was held for
+    timing, how long timings waited for it, and how long a worker took to exit after its "done"
+    (the timing hold lasts until then)."""
+    lanes: dict[str, dict] = {}
+    for label, o in outcomes:
+        lane = lanes.setdefault(label, {"timing_held_s": 0.0, "checks_held_s": 0.0, "jobs": 0, "exit_s": [],
+                                        "first_taken_s": None, "last_done_s": 0.0})
+        lane["jobs"] += 1
+        if o.slot_held:
+            lane["timing_held_s"] += o.slot_held[1] - o.slot_held[0]
+            if o.done_at is not None:
+                lane["exit_s"].append(max(0.0, o.slot_held[1] - o.done_at))
+        lane["checks_held_s"] += sum(b - a for a, b in o.slot_shared)
+        taken = o.taken_at - t0
+        lane["first_taken_s"] = taken if lane["first_taken_s"] is None else min(lane["first_taken_s"], taken)
+        end = (o.slot_held[1] if o.slot_held else (o.done_at or o.taken_at)) - t0
+        lane["last_done_s"] = max(lane["last_done_s"], end)
+    for lane in lanes.values():
+        exits = lane.pop("exit_s")
+        lane["mean_exit_after_done_s"] = round(sum(exits) / len(exits), 3) if exits else None
+        lane["timing_share_of_wall"] = round(lane["timing_held_s"] / wall, 3)
+        for k in ("timing_held_s", "checks_held_s", "first_taken_s", "last_done_s"):
+            lane[k] = round(lane[k], 2)
+    return lanes
+
+
 def run_count(task, entries, device: str, workers: int, budget_ms: float, cpu_max_mb: float,
-              warm: bool = True) -> dict:
+              warm: bool = True, depth: int | None = None) -> dict:
     from kernelcraft.gauntlet import Options, evaluate
-    from kernelcraft.worker.executor import LocalExecutor, cpu_lanes, gpu_lanes
+    from kernelcraft.worker.executor import GPU_DEPTH, Done, LocalExecutor, cpu_lanes, gpu_lanes
     from kernelcraft.worker.pool import shutdown_spares
+
+    class Recording(LocalExecutor):
+        """The local pool, keeping each job's outcome (slot holds, times) for the timeline."""
+
+        outcomes: list = []
+
+        def next_event(self):
+            ev = super().next_event()
+            if isinstance(ev, Done):
+                self.outcomes.append((ev.worker, ev.outcome))
+            return ev
 
     shutdown_spares()
     os.environ["TRITON_CACHE_DIR"] = tempfile.mkdtemp(prefix="kc_scale_triton_")  # cold for every count
     os.environ["KERNELCRAFT_CACHE"] = tempfile.mkdtemp(prefix="kc_scale_cache_")
-    lanes = cpu_lanes(workers) if device == "cpu" else gpu_lanes("cuda", list(range(workers)))
+    lanes = cpu_lanes(workers) if device == "cpu" else gpu_lanes("cuda", list(range(workers)), depth=depth or GPU_DEPTH)
     opts = Options(device=device, timing={"budget_ms": budget_ms}, cpu_max_mb=cpu_max_mb)
-    with LocalExecutor(lanes) as ex:
+    # The device's calibration (speed of light; cached per machine, so a design loop measures it
+    # once) is taken before the clock too: with the empty cache it took a subprocess start and a
+    # bandwidth and matmul measurement inside every count's wall time, before any job started.
+    from kernelcraft.measure.calibrate import cached, calibrate_in_subprocess
+
+    c0 = time.monotonic()
+    if cached(device) is None:
+        calibrate_in_subprocess(device)
+    calibration_s = time.monotonic() - c0
+    with Recording(lanes) as ex:
+        ex.outcomes = []
         # The pool as a design loop has it after its first round: every lane's spares started and
         # warm (imports done), so the figure is the steady state, not the one-off start-up, which
         # is recorded beside it.
@@ -86,6 +136,7 @@ def run_count(task, entries, device: str, workers: int, budget_ms: float, cpu_ma
         t0 = time.monotonic()
         report = evaluate(task, entries, opts, executor=ex)
         wall = time.monotonic() - t0
+        timeline = gpu_timeline(ex.outcomes, t0, wall)
         ru1, busy1, load1 = resource.getrusage(resource.RUSAGE_SELF), host_busy_cpu_s(), os.getloadavg()[0]
     # where the host's CPU went: this (recording) process; the workers, as each reported its own
     # (and its compilers') CPU seconds; the whole host, from /proc/stat (spares started for jobs
@@ -110,17 +161,18 @@ def run_count(task, entries, device: str, workers: int, budget_ms: float, cpu_ma
            "per_worker": per_worker, "statuses": statuses,
            "solution_wall_s": [round(s.wall_s, 3) for s in report.solutions],
            "speedups_vs_baseline": [s.speedup_vs_baseline for s in report.solutions],
-           "pool_warm": warm, "pool_start_s": round(start_s, 3), "host": host,
+           "pool_warm": warm, "pool_start_s": round(start_s, 3), "calibration_s": round(calibration_s, 2), "host": host,
            # mean worker seconds per phase ("start": taking the worker until the build began)
            "mean_phases_s": {k: round(sum(s.phases_s.get(k, 0.0) for s in report.solutions) / len(report.solutions), 3)
                              for k in sorted({k for s in report.solutions for k in s.phases_s})},
            # mean worker CPU seconds per phase, as the workers reported them
            "mean_phases_cpu_s": {k: round(sum(s.phases_cpu_s.get(k, 0.0) for s in report.solutions) / len(report.solutions), 3)
                                  for k in sorted({k for s in report.solutions for k in s.phases_cpu_s})},
-           "worker_start": template_note()}
+           "worker_start": template_note(), "lanes": timeline}
     print(f"{workers} worker(s) {out['worker_labels']}: {len(entries)} candidates in {wall:.1f} s = "
           f"{out['candidates_per_minute']:.1f} per minute (pool start {start_s:.1f} s before, not counted); {statuses}; "
-          f"per worker {per_worker}; mean phases {out['mean_phases_s']}; host {host}", flush=True)
+          f"per worker {per_worker}; mean phases {out['mean_phases_s']}; cpu {out['mean_phases_cpu_s']}; host {host}; "
+          f"lanes {timeline}", flush=True)
     return out
 
 
@@ -152,6 +204,8 @@ def main() -> None:
     ap.add_argument("--cpu-max-mb", type=float, default=16.0, help="on cpu, skip workloads moving more than this")
     ap.add_argument("--cold-pool", action="store_true", help="count the pool's start-up (worker imports) in the "
                     "wall time instead of starting its spares before the clock")
+    ap.add_argument("--jobs-per-gpu", type=int, default=None, help="jobs at once per GPU lane (default: "
+                    "kernelcraft.worker.executor.GPU_DEPTH)")
     ap.add_argument("--out", type=Path)
     args = ap.parse_args()
 
@@ -178,7 +232,7 @@ def main() -> None:
         entries = batch(task, solution, args.candidates, Path(d))
         for w in counts:
             result["runs"].append(run_count(task, entries, args.device, w, args.budget_ms, args.cpu_max_mb,
-                                                 warm=not args.cold_pool))
+                                            warm=not args.cold_pool, depth=args.jobs_per_gpu))
     base = next((r for r in result["runs"] if r["workers"] == 1), None)
     if base:
         result["speedup_vs_1_worker"] = {str(r["workers"]): r["candidates_per_minute"] / base["candidates_per_minute"]

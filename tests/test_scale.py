@@ -115,9 +115,11 @@ def test_a_lane_overlaps_builds_and_checks_but_times_each_candidate_alone(task, 
     assert all(a[1] <= b[0] for a, b in itertools.pairwise(timed)), timed  # never two timings at once
     for o in outs:  # nor a check during another's timing
         for p in outs:
-            if p is not o:
-                s0, s1 = p.slot_shared
+            for s0, s1 in p.slot_shared if p is not o else ():
                 assert s1 <= o.slot_held[0] or s0 >= o.slot_held[1], (o.slot_held, p.slot_shared)
+    # each workload's check held the slot on its own: one hold per check (workloads, unseen shapes)
+    checks = sum(len(r.workloads) + len(r.holdouts) for r in results)
+    assert sum(len(o.slot_shared) for o in outs) == checks and checks > len(outs), [o.slot_shared for o in outs]
 
 
 def test_gpu_slot_lets_checks_share_and_a_timing_wait_for_all_of_them():
@@ -160,6 +162,18 @@ def test_a_request_for_the_gpu_is_accepted_once_and_only_after_a_build_result():
     assert pool._out_of_protocol(("ready", "timing"), check, answered) == ""
     assert "alone" in pool._out_of_protocol(("ready", "timing"), check, answered)  # a second one
     assert pool._out_of_protocol(("ready",), ("correctness", "u"), answered) != ""
+
+
+def test_checks_take_and_give_up_the_gpu_one_workload_at_a_time():
+    answered: set = set()
+    assert pool._out_of_protocol(("build", "PASSED", ""), ("build", None), answered) == ""
+    assert "did not have" in pool._out_of_protocol(("idle",), ("build", None), answered)  # nothing held yet
+    assert pool._out_of_protocol(("ready",), ("build", None), answered) == ""
+    assert pool._out_of_protocol(("idle",), ("correctness", "w1"), answered) == ""
+    assert "did not have" in pool._out_of_protocol(("idle",), ("correctness", "w1"), answered)  # twice
+    assert pool._out_of_protocol(("ready",), ("correctness", "w1"), answered) == ""  # the next workload
+    assert pool._out_of_protocol(("ready", "timing"), ("generalization", "h1"), answered) == ""
+    assert "GPU" in pool._out_of_protocol(("ready",), ("generalization", "h1"), answered)  # not after timing began
 
 
 # -- Ray -------------------------------------------------------------------------------------------

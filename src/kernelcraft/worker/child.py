@@ -9,8 +9,11 @@ nothing it sends may be more than data to the process that records results (:fun
 - ``("phase", gate, uuid | None, cpu_s)`` about to start a gate (for a workload); ``cpu_s``: this
   process's CPU seconds so far, its reaped children (nvcc, ptxas) included: a diagnostic only;
 - ``("build", status, reason)`` the build's outcome (``PASSED``, ``COMPILE_ERROR`` or ``SKIPPED``);
-- ``("ready",)`` (jobs with ``gpu_slot``) built; waiting for the parent's ``("go",)``, which comes once
-  this process holds its device's GPU slot (shared: other candidates' checks may run beside);
+- ``("ready",)`` (jobs with ``gpu_slot``) built, about to check a workload; waiting for the parent's
+  ``("go",)``, which comes once this process holds its device's GPU slot (shared: other candidates'
+  checks may run beside);
+- ``("idle",)`` (jobs with ``gpu_slot``) that workload's check is done and this process's GPU work
+  has finished: the shared hold is given up until the next ``("ready",)``;
 - ``("ready", "timing")`` (jobs with ``gpu_slot``) checked, its GPU work finished; waiting for the
   ``("go",)`` that says it now holds the slot alone, for its timings;
 - ``("workload", gate, uuid, fields)`` one workload's outcome for that gate;
@@ -140,6 +143,42 @@ def worker_main(conn, job: Job) -> None:
         conn.close()
 
 
+class _Slot:
+    """This job's hold on its device's GPU slot (jobs with ``gpu_slot``; without, every call is a
+    no-op that succeeds). A check holds it shared for one workload at a time, so a timing waiting
+    for it waits only for the workload checks in flight, not for other candidates' whole check
+    phases; the hold is given up only once this process's GPU work has finished."""
+
+    def __init__(self, conn, gated: bool, on_gpu: bool):
+        self.conn, self.gated, self.on_gpu, self.held = conn, gated, on_gpu, False
+
+    def _sync(self) -> None:
+        if self.on_gpu:
+            import torch
+
+            torch.cuda.synchronize()  # every stream of this process on its device
+
+    def share(self) -> bool:
+        if not self.gated or self.held:
+            return True
+        send(self.conn, "ready")
+        self.held = self.conn.recv() == ("go",)
+        return self.held
+
+    def leave(self) -> None:
+        if self.gated and self.held:
+            self._sync()
+            send(self.conn, "idle")
+            self.held = False
+
+    def alone(self) -> bool:
+        if not self.gated:
+            return True
+        self._sync()
+        send(self.conn, "ready", "timing")
+        return self.conn.recv() == ("go",)
+
+
 def _take_device(device: str) -> None:
     import torch
 
@@ -236,10 +275,9 @@ def _run(conn, job: Job) -> None:
             send(conn, "build", "REJECTED", "on import: " + tampered)
             return
     send(conn, "build", "PASSED", "")
-    if job.gpu_slot:
-        send(conn, "ready")
-        if conn.recv() != ("go",):
-            return
+    slot = _Slot(conn, job.gpu_slot, on_gpu)
+    if not slot.share():
+        return
     if on_gpu and job.gpu_slot:
         _take_device(job.device)
 
@@ -247,14 +285,20 @@ def _run(conn, job: Job) -> None:
                     tamper=tamper)
     workloads = [task.workload(u) for u in job.workload_uuids]
     for w in workloads:
+        if not slot.share():
+            return
         send(conn, "phase", "correctness", w.uuid, cpu_seconds())
         result = runner.check(w)
+        slot.leave()
         send(conn, "workload", "correctness", w.uuid, result)
         if result["status"] != "PASSED":
             return
     for h in map(Workload.model_validate, job.holdouts):
+        if not slot.share():
+            return
         send(conn, "phase", "generalization", h.uuid, cpu_seconds())
         result = runner.check(h, salt=0x401D)
+        slot.leave()
         if result["gate"] == "correctness":
             result["gate"] = "generalization"
         send(conn, "workload", "generalization", h.uuid, result)
@@ -262,14 +306,8 @@ def _run(conn, job: Job) -> None:
             return
     if not job.time_it:
         return
-    if job.gpu_slot:
-        if on_gpu:
-            import torch
-
-            torch.cuda.synchronize()  # every stream of this process: nothing of ours runs on
-        send(conn, "ready", "timing")
-        if conn.recv() != ("go",):
-            return
+    if not slot.alone():
+        return
     for w in workloads:
         send(conn, "phase", "timing", w.uuid, cpu_seconds())
         result = runner.time(w, role=job.role, **job.timing)

@@ -81,9 +81,9 @@ def visible_gpus() -> list[str]:
     return [x.strip() for x in env.split(",") if x.strip()][:n]
 
 
-def gpu_lanes(device: str, devices: list[int] | None, overlap: bool = True) -> list[Lane]:
+def gpu_lanes(device: str, devices: list[int] | None, overlap: bool = True, depth: int = GPU_DEPTH) -> list[Lane]:
     """One lane per chosen GPU: ``cuda`` is every visible GPU (or ``devices``, indices among the
-    visible ones), ``cuda:N`` only visible GPU N."""
+    visible ones), ``cuda:N`` only visible GPU N; ``depth`` jobs at once per lane (1 without ``overlap``)."""
     gpus = visible_gpus()
     if device != "cuda":
         index = int(device.split(":", 1)[1])
@@ -97,7 +97,7 @@ def gpu_lanes(device: str, devices: list[int] | None, overlap: bool = True) -> l
         raise InputError(Problem("--devices", "", f"{chosen} is not a list of distinct visible GPUs "
                                  f"(this process sees {len(gpus)}: indices 0..{len(gpus) - 1})",
                                  "pick among the visible GPUs; CUDA_VISIBLE_DEVICES narrows them"))
-    return [Lane(label=f"cuda:{i}", device="cuda:0", visible=gpus[i], depth=GPU_DEPTH if overlap else 1)
+    return [Lane(label=f"cuda:{i}", device="cuda:0", visible=gpus[i], depth=depth if overlap else 1)
             for i in chosen]
 
 

@@ -16,13 +16,15 @@ What a worker sends is data, never code: messages are JSON (:func:`decode`), bec
 runs in that process and could write to the pipe, and unpickling its bytes here would run whatever
 it put there in the process that records results.
 
-A job with ``gpu_slot`` builds first and then asks for its device's GPU slot (``("ready",)``): the
-parent answers ``("go",)`` once it holds the slot *shared*, for the correctness and generalization
-gates, which other candidates' checks may overlap. Before timing, the worker waits for its own GPU
-work to finish and asks again (``("ready", "timing")``): the parent gives up the shared hold and
-answers once it holds the slot *exclusively*, which it keeps until the process has exited. So no
-other candidate's GPU work runs while one is timed, while builds and checks overlap
-(:mod:`kernelcraft.worker.executor` runs several jobs per GPU for that).
+A job with ``gpu_slot`` builds first and then, before each workload it checks, asks for its device's
+GPU slot (``("ready",)``): the parent answers ``("go",)`` once it holds the slot *shared*, which
+other candidates' checks may overlap; after the workload, once its own GPU work has finished, the
+worker gives the hold up (``("idle",)``). Before timing it asks again (``("ready", "timing")``):
+the parent answers once it holds the slot *exclusively*, which it keeps until the process has
+exited. So no other candidate's GPU work runs while one is timed, builds and checks overlap
+(:mod:`kernelcraft.worker.executor` runs several jobs per GPU for that), and a timing waits only
+for the workload checks in flight, not for other candidates' whole check phases (2 x H200, 80
+candidates: the lanes ran in near lockstep when a job held the slot through all its checks).
 """
 
 from __future__ import annotations
@@ -214,11 +216,12 @@ class JobOutcome:
     died_status: str = ""  # TIMEOUT or RUNTIME_ERROR
     died_phase: tuple[str, str | None] | None = None  # (gate, uuid) in progress when it ended
     slot_wait_s: float = 0.0  # waiting for the device's GPU slot, shared and exclusive holds together
-    # monotonic times, this process: worker taken; the GPU slot held shared (checks) and exclusively
-    # (timing, until the process exited); None: not held that way
+    # monotonic times, this process: worker taken; the GPU slot held shared (each workload's check)
+    # and exclusively (timing, until the process exited; None: never); the worker's "done"
     taken_at: float = 0.0
-    slot_shared: tuple[float, float] | None = None
+    slot_shared: list[tuple[float, float]] = field(default_factory=list)
     slot_held: tuple[float, float] | None = None
+    done_at: float | None = None
     # wall seconds per phase the worker announced ("start": spawn/imports until the build began;
     # then build, correctness, generalization, timing, ...), slot waits included where they fell
     phases_s: dict[str, float] = field(default_factory=dict)
@@ -265,11 +268,19 @@ def _out_of_protocol(msg: tuple, phase: tuple[str, str | None], answered: set) -
         if ("ready", None) not in answered or ("ready", "timing") in answered or phase[0] == "timing":
             return f"a request to time alone on the GPU arrived during {phase[0]}"
         answered.add(("ready", "timing"))
+        answered.discard(("holding", None))
         return ""
     elif kind == "ready":
-        if msg != ("ready",) or phase != ("build", None) or ("build", None) not in answered or ("ready", None) in answered:
+        # before a check: after the build's result, not while holding it already, never once timing began
+        if (msg != ("ready",) or ("build", None) not in answered or ("ready", "timing") in answered
+                or ("holding", None) in answered or phase[0] not in ("build", "correctness", "generalization")):
             return f"a request for the GPU arrived during {phase[0]}"
-        answered.add(("ready", None))
+        answered.update({("ready", None), ("holding", None)})
+        return ""
+    elif kind == "idle":
+        if msg != ("idle",) or ("holding", None) not in answered:
+            return f"a release of a GPU hold it did not have arrived during {phase[0]}"
+        answered.discard(("holding", None))
         return ""
     elif kind in ("phase", "fatal", "done"):
         return ""
@@ -361,7 +372,7 @@ def run_job(job: Job, build_timeout_s: float, workload_timeout_s: float, spare_n
                     else:  # ("ready", "timing"): alone on the GPU until the process has exited
                         if held == "shared":
                             slot.release_shared()
-                            out.slot_shared = (since, time.monotonic())
+                            out.slot_shared.append((since, time.monotonic()))
                         held = ""
                         slot.acquire_exclusive()
                         held, since = "exclusive", time.monotonic()
@@ -370,12 +381,18 @@ def run_job(job: Job, build_timeout_s: float, workload_timeout_s: float, spare_n
                     parent_conn.send(("go",))
                 except (OSError, ValueError):
                     pass  # it died meanwhile: the next recv says how
+            elif kind == "idle":
+                if slot is not None and held == "shared":
+                    slot.release_shared()
+                    out.slot_shared.append((since, time.monotonic()))
+                    held = ""
             elif kind == "workload":
                 out.workloads.setdefault(msg[2], {})[msg[1]] = msg[3]
             elif kind == "fatal":
                 out.died_status, out.died_phase = "RUNTIME_ERROR", phase
                 out.died = f"harness error in the worker (not the candidate's verdict):\n{msg[1]}"
             elif kind == "done":
+                out.done_at = time.monotonic()
                 out.phases_s[phase[0]] = out.phases_s.get(phase[0], 0.0) + time.monotonic() - phase_t0
                 _cpu_lap(out, phase[0], msg[1] if len(msg) > 1 else None, cpu_t0)
                 break
@@ -388,7 +405,7 @@ def run_job(job: Job, build_timeout_s: float, workload_timeout_s: float, spare_n
             _running.pop(job.log_path, None)
         # only now: work the process left queued on the GPU ended with it
         if held == "shared":
-            out.slot_shared = (since, time.monotonic())
+            out.slot_shared.append((since, time.monotonic()))
             slot.release_shared()
         elif held == "exclusive":
             out.slot_held = (since, time.monotonic())
