@@ -34,7 +34,11 @@ sys.path.insert(0, str(ROOT / "src"))
 TARGET_2X = 1.8
 
 
-def batch(task, solution: Path, n: int, dest: Path) -> list:
+def batch(task, solution: Path, n: int, dest: Path, order: str = "given", seed: int = 0) -> list:
+    """The first ``n`` configurations of the solution's TUNABLES, in the tuner's product order
+    (``given``: the largest tiles, slowest to compile and check, come last) or shuffled with ``seed``."""
+    import random
+
     from kernelcraft.agent.tuner import tunables_of, with_config
     from kernelcraft.solution.model import pack_python_file
 
@@ -53,7 +57,31 @@ def batch(task, solution: Path, n: int, dest: Path) -> list:
         entries.append(("candidate", pack_python_file(f, task.definition.name, name=f"{solution.stem}[{tag}]"), str(f)))
         if len(entries) == n:
             break
+    if order == "shuffled":
+        random.Random(seed).shuffle(entries)
     return entries
+
+
+def _end(o) -> float:
+    """When a job left its lane: its timing hold ended with its process; else its done (or start)."""
+    return o.slot_held[1] if o.slot_held else (o.done_at or o.taken_at)
+
+
+def throughput_while_queued(outcomes: list, t0: float) -> dict:
+    """Candidates per minute while work was still queued: from the first completion to the moment
+    the last candidate was taken by a lane, over the completions in between. A batch's wall time
+    adds a drain after that (lanes finishing their last jobs while others idle), whose length is
+    set by the last candidates' cost, not by the pool."""
+    if len(outcomes) < 2:
+        return {}
+    ends = sorted(_end(o) - t0 for _, o in outcomes)
+    last_taken = max(o.taken_at for _, o in outcomes) - t0
+    done_by = [e for e in ends if e <= last_taken]
+    out = {"last_taken_s": round(last_taken, 2), "first_done_s": round(ends[0], 2),
+           "done_while_queued": len(done_by), "drain_s": round(ends[-1] - last_taken, 2)}
+    if len(done_by) >= 2 and done_by[-1] > done_by[0]:
+        out["candidates_per_minute"] = round((len(done_by) - 1) / (done_by[-1] - done_by[0]) * 60, 2)
+    return out
 
 
 def host_busy_cpu_s() -> float | None:
@@ -105,11 +133,13 @@ def run_count(task, entries, device: str, workers: int, budget_ms: float, cpu_ma
         """The local pool, keeping each job's outcome (slot holds, times) for the timeline."""
 
         outcomes: list = []
+        keys: list = []
 
         def next_event(self):
             ev = super().next_event()
             if isinstance(ev, Done):
                 self.outcomes.append((ev.worker, ev.outcome))
+                self.keys.append(ev.key)
             return ev
 
     shutdown_spares()
@@ -127,7 +157,7 @@ def run_count(task, entries, device: str, workers: int, budget_ms: float, cpu_ma
         calibrate_in_subprocess(device)
     calibration_s = time.monotonic() - c0
     with Recording(lanes) as ex:
-        ex.outcomes = []
+        ex.outcomes, ex.keys = [], []
         # The pool as a design loop has it after its first round: every lane's spares started and
         # warm (imports done), so the figure is the steady state, not the one-off start-up, which
         # is recorded beside it.
@@ -137,6 +167,10 @@ def run_count(task, entries, device: str, workers: int, budget_ms: float, cpu_ma
         report = evaluate(task, entries, opts, executor=ex)
         wall = time.monotonic() - t0
         timeline = gpu_timeline(ex.outcomes, t0, wall)
+        queued = throughput_while_queued(ex.outcomes, t0)
+        jobs = [{"candidate": k, "lane": lane, "taken_s": round(o.taken_at - t0, 2), "end_s": round(_end(o) - t0, 2),
+                 "timing_held_s": None if not o.slot_held else [round(o.slot_held[0] - t0, 2), round(o.slot_held[1] - t0, 2)]}
+                for k, (lane, o) in zip(ex.keys, ex.outcomes, strict=True)]
         ru1, busy1, load1 = resource.getrusage(resource.RUSAGE_SELF), host_busy_cpu_s(), os.getloadavg()[0]
     # where the host's CPU went: this (recording) process; the workers, as each reported its own
     # (and its compilers') CPU seconds; the whole host, from /proc/stat (spares started for jobs
@@ -168,11 +202,11 @@ def run_count(task, entries, device: str, workers: int, budget_ms: float, cpu_ma
            # mean worker CPU seconds per phase, as the workers reported them
            "mean_phases_cpu_s": {k: round(sum(s.phases_cpu_s.get(k, 0.0) for s in report.solutions) / len(report.solutions), 3)
                                  for k in sorted({k for s in report.solutions for k in s.phases_cpu_s})},
-           "worker_start": template_note(), "lanes": timeline}
+           "worker_start": template_note(), "lanes": timeline, "while_queued": queued, "jobs": jobs}
     print(f"{workers} worker(s) {out['worker_labels']}: {len(entries)} candidates in {wall:.1f} s = "
           f"{out['candidates_per_minute']:.1f} per minute (pool start {start_s:.1f} s before, not counted); {statuses}; "
           f"per worker {per_worker}; mean phases {out['mean_phases_s']}; cpu {out['mean_phases_cpu_s']}; host {host}; "
-          f"lanes {timeline}", flush=True)
+          f"lanes {timeline}; while queued {queued}", flush=True)
     return out
 
 
@@ -204,6 +238,9 @@ def main() -> None:
     ap.add_argument("--cpu-max-mb", type=float, default=16.0, help="on cpu, skip workloads moving more than this")
     ap.add_argument("--cold-pool", action="store_true", help="count the pool's start-up (worker imports) in the "
                     "wall time instead of starting its spares before the clock")
+    ap.add_argument("--order", choices=["given", "shuffled"], default="given", help="the batch in the tuner's "
+                    "product order (largest tiles last) or shuffled with --seed")
+    ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--jobs-per-gpu", type=int, default=None, help="jobs at once per GPU lane (default: "
                     "kernelcraft.worker.executor.GPU_DEPTH)")
     ap.add_argument("--out", type=Path)
@@ -223,13 +260,13 @@ def main() -> None:
               "provenance": {"git_commit": _git("rev-parse", "HEAD"), "git_dirty": bool(_git("status", "--porcelain")),
                              "python": platform.python_version(), "cpu_count": os.cpu_count()},
               "task": task.definition.name, "solution": str(solution), "device": args.device,
-              "budget_ms": args.budget_ms, "runs": []}
+              "budget_ms": args.budget_ms, "order": args.order, "seed": args.seed, "runs": []}
     if args.device == "cuda":
         from kernelcraft.worker.executor import visible_gpus
 
         result["visible_gpus"] = visible_gpus()
     with tempfile.TemporaryDirectory() as d:
-        entries = batch(task, solution, args.candidates, Path(d))
+        entries = batch(task, solution, args.candidates, Path(d), args.order, args.seed)
         for w in counts:
             result["runs"].append(run_count(task, entries, args.device, w, args.budget_ms, args.cpu_max_mb,
                                             warm=not args.cold_pool, depth=args.jobs_per_gpu))
@@ -237,6 +274,12 @@ def main() -> None:
     if base:
         result["speedup_vs_1_worker"] = {str(r["workers"]): r["candidates_per_minute"] / base["candidates_per_minute"]
                                          for r in result["runs"]}
+        if base["while_queued"].get("candidates_per_minute"):
+            result["speedup_while_queued_vs_1_worker"] = {
+                str(r["workers"]): r["while_queued"]["candidates_per_minute"] / base["while_queued"]["candidates_per_minute"]
+                for r in result["runs"] if r["while_queued"].get("candidates_per_minute")}
+            print("while work was queued: " + ", ".join(f"{w} worker(s) {x:.2f}x"
+                                                        for w, x in result["speedup_while_queued_vs_1_worker"].items()))
         for w, x in result["speedup_vs_1_worker"].items():
             note = f" (target >= {TARGET_2X}x: {'met' if x >= TARGET_2X else 'missed'})" if w == "2" else ""
             print(f"throughput with {w} worker(s): {x:.2f}x of 1{note}")
