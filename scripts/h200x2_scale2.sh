@@ -3,6 +3,7 @@
 # per-workload GPU holds: benchmarks/scale.py with 80 candidates at the default jobs per GPU
 # (results/h200x2/scale.json) and at JOBS_ALT jobs per GPU (scale_jobs$JOBS_ALT.json), then, with
 # the time left before DEADLINE, tests/test_gpu.py -k "$GPU_TESTS" (the pool's paths on the GPU).
+# SCALE_ARGS go to both scale runs (e.g. "--order shuffled --seed 1").
 # Usage: bash scripts/h200x2_scale2.sh   (needs .whl/); $OUT packed
 set -u
 export PYTHONUNBUFFERED=1
@@ -14,10 +15,10 @@ left() { echo $(( DEADLINE - ($(date +%s) - start) )); }
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
 export PYTHONPATH=/tmp/site:$PWD/src
 N=${CANDIDATES:-80}
-timeout ${SCALE_S:-240} python3 benchmarks/scale.py --device cuda --workers 1,2 --candidates "$N" --out "$OUT/scale.json" 2>&1 \
+timeout ${SCALE_S:-240} python3 benchmarks/scale.py --device cuda --workers 1,2 --candidates "$N" ${SCALE_ARGS:-} --out "$OUT/scale.json" 2>&1 \
   | grep -v Warning | tail -6 | tee "$OUT/scale.log"
 if [ -n "${JOBS_ALT:-}" ] && [ "$(left)" -gt 200 ]; then
-  timeout $(( $(left) - 60 )) python3 benchmarks/scale.py --device cuda --workers 1,2 --candidates "$N" --jobs-per-gpu "$JOBS_ALT" \
+  timeout $(( $(left) - 60 )) python3 benchmarks/scale.py --device cuda --workers 1,2 --candidates "$N" ${SCALE_ARGS:-} --jobs-per-gpu "$JOBS_ALT" \
     --out "$OUT/scale_jobs$JOBS_ALT.json" 2>&1 | grep -v Warning | tail -6 | tee "$OUT/scale_jobs$JOBS_ALT.log"
 fi
 if [ -n "${GPU_TESTS:-}" ] && [ "$(left)" -gt 60 ]; then

@@ -23,13 +23,15 @@ worker gives the hold up (``("idle",)``). Before timing it asks again (``("ready
 the parent answers once it holds the slot *exclusively*, which it keeps until the process has
 exited. So no other candidate's GPU work runs while one is timed, builds and checks overlap
 (:mod:`kernelcraft.worker.executor` runs several jobs per GPU for that), and a timing waits only
-for the workload checks in flight, not for other candidates' whole check phases (2 x H200, 80
-candidates: the lanes ran in near lockstep when a job held the slot through all its checks).
+for the workload checks in flight, not for other candidates' whole check phases. (On the H200, with
+one hold through all checks, a candidate waited ~1.3 s for its exclusive hold; with one hold per
+workload one lane's throughput was the same, 38.2 candidates/min: results/h200x2/README.md.)
 """
 
 from __future__ import annotations
 
 import json
+import math
 import os
 import signal
 import threading
@@ -295,7 +297,8 @@ def _out_of_protocol(msg: tuple, phase: tuple[str, str | None], answered: set) -
 def _cpu_lap(out: JobOutcome, phase: str, reported: object, before: float) -> float:
     """Book the worker's reported CPU seconds since its last report to ``phase``; a report that is
     not a number, or runs backwards, is ignored (diagnostics only: the worker runs candidate code)."""
-    if isinstance(reported, (int, float)) and not isinstance(reported, bool) and reported >= before:
+    if (isinstance(reported, (int, float)) and not isinstance(reported, bool) and math.isfinite(reported)
+            and reported >= before):
         out.phases_cpu_s[phase] = out.phases_cpu_s.get(phase, 0.0) + reported - before
         out.cpu_s = float(reported)
         return float(reported)
