@@ -114,6 +114,19 @@ def gpu_timeline(outcomes: list, t0: float, wall: float) -> dict:
         lane["first_taken_s"] = taken if lane["first_taken_s"] is None else min(lane["first_taken_s"], taken)
         end = (o.slot_held[1] if o.slot_held else (o.done_at or o.taken_at)) - t0
         lane["last_done_s"] = max(lane["last_done_s"], end)
+    shared: dict[str, list] = {}
+    for label, o in outcomes:
+        shared.setdefault(label, []).extend(o.slot_shared)
+    for label, lane in lanes.items():
+        # the time some check held the slot (the union of the shared holds), and the time nobody
+        # held it at all: every job of the lane building, starting, or between two workloads
+        union, end = 0.0, float("-inf")
+        for a, b in sorted(shared.get(label, [])):
+            if b > end:
+                union += b - max(a, end)
+                end = b
+        lane["checks_union_s"] = round(union, 2)
+        lane["unheld_s"] = round(max(0.0, (lane["last_done_s"] - lane["first_taken_s"]) - union - lane["timing_held_s"]), 2)
     for lane in lanes.values():
         exits = lane.pop("exit_s")
         lane["mean_exit_after_done_s"] = round(sum(exits) / len(exits), 3) if exits else None
