@@ -61,8 +61,14 @@ class StandInPipe:
         acc[0] += wall
         acc[1] += cpu
 
+    def send_bytes(self, raw: bytes) -> None:
+        """The worker's messages are JSON (kernelcraft.worker.child.send)."""
+        from kernelcraft.worker.pool import decode
+
+        self.send(decode(raw))
+
     def send(self, msg: tuple) -> None:
-        self.messages.append(msg[:3])
+        self.messages.append(msg)
         if msg[0] == "phase":
             self._close_phase()
             self.phase = msg[1]
@@ -140,10 +146,10 @@ def main() -> None:
         s2 = io.StringIO()
         pstats.Stats(prof, stream=s2).sort_stats("tottime").print_stats(args.top)
         (args.out / f"job{i}_tottime.txt").write_text(s2.getvalue())
-        results = [m for m in pipe.messages if m[0] in ("build", "workload")]
-        statuses = sorted({str(m[-1]) if m[0] == "build" else m[1] for m in results})
+        statuses = sorted({f"build {m[1]}" if m[0] == "build" else f"{m[1]} {m[3].get('status')}"
+                           for m in pipe.messages if m[0] in ("build", "workload")})
         record["jobs"].append({"solution": sol.name, "phases_wall_cpu_s": {k: [round(x, 3) for x in v] for k, v in pipe.phases.items()},
-                               "messages": [m[:2] for m in pipe.messages]})
+                               "statuses": statuses})
         total = [sum(v[0] for v in pipe.phases.values()), sum(v[1] for v in pipe.phases.values())]
         print(f"job {i} {sol.name}: total wall {total[0]:.2f} s cpu {total[1]:.2f} s; "
               + "; ".join(f"{k} {v[0]:.2f}/{v[1]:.2f}" for k, v in pipe.phases.items()) + f" ({statuses})", flush=True)
