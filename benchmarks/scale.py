@@ -98,36 +98,32 @@ def host_busy_cpu_s() -> float | None:
 
 def gpu_timeline(outcomes: list, t0: float, wall: float) -> dict:
     """Per lane, from the pool's own clock: how much of the batch's wall time the GPU was held for
-    timing, how long timings waited for it, and how long a worker took to exit after its "done"
-    (the timing hold lasts until then)."""
+    timing and for checks, how much nobody held it, and how long a worker took to exit after its
+    "done" (the timing hold lasts until then)."""
     lanes: dict[str, dict] = {}
     for label, o in outcomes:
         lane = lanes.setdefault(label, {"timing_held_s": 0.0, "checks_held_s": 0.0, "jobs": 0, "exit_s": [],
-                                        "first_taken_s": None, "last_done_s": 0.0})
+                                        "shared": [], "first_taken_s": None, "last_done_s": 0.0})
         lane["jobs"] += 1
         if o.slot_held:
             lane["timing_held_s"] += o.slot_held[1] - o.slot_held[0]
             if o.done_at is not None:
                 lane["exit_s"].append(max(0.0, o.slot_held[1] - o.done_at))
+        lane["shared"].extend(o.slot_shared)
         lane["checks_held_s"] += sum(b - a for a, b in o.slot_shared)
         taken = o.taken_at - t0
         lane["first_taken_s"] = taken if lane["first_taken_s"] is None else min(lane["first_taken_s"], taken)
-        end = (o.slot_held[1] if o.slot_held else (o.done_at or o.taken_at)) - t0
-        lane["last_done_s"] = max(lane["last_done_s"], end)
-    shared: dict[str, list] = {}
-    for label, o in outcomes:
-        shared.setdefault(label, []).extend(o.slot_shared)
-    for label, lane in lanes.items():
+        lane["last_done_s"] = max(lane["last_done_s"], _end(o) - t0)
+    for lane in lanes.values():
         # the time some check held the slot (the union of the shared holds), and the time nobody
         # held it at all: every job of the lane building, starting, or between two workloads
         union, end = 0.0, float("-inf")
-        for a, b in sorted(shared.get(label, [])):
+        for a, b in sorted(lane.pop("shared")):
             if b > end:
                 union += b - max(a, end)
                 end = b
         lane["checks_union_s"] = round(union, 2)
         lane["unheld_s"] = round(max(0.0, (lane["last_done_s"] - lane["first_taken_s"]) - union - lane["timing_held_s"]), 2)
-    for lane in lanes.values():
         exits = lane.pop("exit_s")
         lane["mean_exit_after_done_s"] = round(sum(exits) / len(exits), 3) if exits else None
         lane["timing_share_of_wall"] = round(lane["timing_held_s"] / wall, 3)
@@ -143,16 +139,16 @@ def run_count(task, entries, device: str, workers: int, budget_ms: float, cpu_ma
     from kernelcraft.worker.pool import shutdown_spares
 
     class Recording(LocalExecutor):
-        """The local pool, keeping each job's outcome (slot holds, times) for the timeline."""
+        """The local pool, keeping each finished job's event (lane, slot holds, times) for the timeline."""
 
-        outcomes: list = []
-        keys: list = []
+        def __init__(self, lanes):
+            super().__init__(lanes)
+            self.done: list[Done] = []
 
         def next_event(self):
             ev = super().next_event()
             if isinstance(ev, Done):
-                self.outcomes.append((ev.worker, ev.outcome))
-                self.keys.append(ev.key)
+                self.done.append(ev)
             return ev
 
     shutdown_spares()
@@ -170,7 +166,6 @@ def run_count(task, entries, device: str, workers: int, budget_ms: float, cpu_ma
         calibrate_in_subprocess(device)
     calibration_s = time.monotonic() - c0
     with Recording(lanes) as ex:
-        ex.outcomes, ex.keys = [], []
         # The pool as a design loop has it after its first round: every lane's spares started and
         # warm (imports done), so the figure is the steady state, not the one-off start-up, which
         # is recorded beside it.
@@ -179,12 +174,14 @@ def run_count(task, entries, device: str, workers: int, budget_ms: float, cpu_ma
         t0 = time.monotonic()
         report = evaluate(task, entries, opts, executor=ex)
         wall = time.monotonic() - t0
-        timeline = gpu_timeline(ex.outcomes, t0, wall)
-        queued = throughput_while_queued(ex.outcomes, t0)
-        jobs = [{"candidate": k, "lane": lane, "taken_s": round(o.taken_at - t0, 2), "end_s": round(_end(o) - t0, 2),
-                 "timing_held_s": None if not o.slot_held else [round(o.slot_held[0] - t0, 2), round(o.slot_held[1] - t0, 2)]}
-                for k, (lane, o) in zip(ex.keys, ex.outcomes, strict=True)]
         ru1, busy1, load1 = resource.getrusage(resource.RUSAGE_SELF), host_busy_cpu_s(), os.getloadavg()[0]
+    outcomes = [(ev.worker, ev.outcome) for ev in ex.done]
+    timeline = gpu_timeline(outcomes, t0, wall)
+    queued = throughput_while_queued(outcomes, t0)
+    jobs = [{"candidate": ev.key, "lane": ev.worker, "taken_s": round(ev.outcome.taken_at - t0, 2),
+             "end_s": round(_end(ev.outcome) - t0, 2),
+             "timing_held_s": None if not ev.outcome.slot_held else [round(x - t0, 2) for x in ev.outcome.slot_held]}
+            for ev in ex.done]
     # where the host's CPU went: this (recording) process; the workers, as each reported its own
     # (and its compilers') CPU seconds; the whole host, from /proc/stat (spares started for jobs
     # that never came, the template, everything else running)
