@@ -30,8 +30,8 @@ from kernelcraft.worker.child import Job
 from kernelcraft.worker.pool import GpuSlot, JobOutcome, run_job
 
 GPU_DEPTH = 3  # jobs per GPU lane: one timed alone, the others building or checking
-GPU_SPARES_PER_JOB = 2  # warm spares per job slot of a GPU lane: a spare takes ~10 s to import
-# torch and the gauntlet (H200 machine), a lane takes a worker every ~3 s
+GPU_SPARES_PER_JOB = 2  # warm spares per job slot of a GPU lane: spawned cold (no template), a spare
+# takes ~10 s to import torch and the gauntlet (H200 machine), a lane takes a worker every ~3 s
 MAX_ATTEMPTS = 3  # a job whose worker's node died is run again, at most this many times in all
 
 

@@ -118,7 +118,8 @@ def _take(device: str, spare_next: bool = True, visible: str | None = None, keep
     """A started worker for ``device``: the oldest usable spare, else a new process; then, when
     another job is expected (``spare_next``), new spares until ``keep`` wait for it (a busy GPU
     lane keeps several, :func:`kernelcraft.worker.executor.spares_for`: on the H200 a lane with one
-    spare took it again ~3 s after it was spawned, half-way through its ~10 s of imports). A spare nobody takes is pure cost: on a
+    spare took it again ~3 s after it was spawned, half-way through its ~10 s of imports; forked from
+    the template a spare is ready in milliseconds). A spare nobody takes is pure cost: on a
     2-core machine it slowed the test suite, where most evaluations hold one candidate.
     ``visible``: the one GPU the process may see (its CUDA_VISIBLE_DEVICES), None to inherit the
     parent's."""
