@@ -180,7 +180,10 @@ def run_count(task, entries, device: str, workers: int, budget_ms: float, cpu_ma
     queued = throughput_while_queued(outcomes, t0)
     jobs = [{"candidate": ev.key, "lane": ev.worker, "taken_s": round(ev.outcome.taken_at - t0, 2),
              "end_s": round(_end(ev.outcome) - t0, 2),
-             "timing_held_s": None if not ev.outcome.slot_held else [round(x - t0, 2) for x in ev.outcome.slot_held]}
+             "timing_held_s": None if not ev.outcome.slot_held else [round(x - t0, 2) for x in ev.outcome.slot_held],
+             "checks_held_s": round(sum(b - a for a, b in ev.outcome.slot_shared), 3),
+             "phases_s": {k: round(v, 3) for k, v in ev.outcome.phases_s.items()},
+             "phases_cpu_s": {k: round(v, 3) for k, v in ev.outcome.phases_cpu_s.items()}}
             for ev in ex.done]
     # where the host's CPU went: this (recording) process; the workers, as each reported its own
     # (and its compilers') CPU seconds; the whole host, from /proc/stat (spares started for jobs
