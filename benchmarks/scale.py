@@ -182,6 +182,7 @@ def run_count(task, entries, device: str, workers: int, budget_ms: float, cpu_ma
              "end_s": round(_end(ev.outcome) - t0, 2),
              "timing_held_s": None if not ev.outcome.slot_held else [round(x - t0, 2) for x in ev.outcome.slot_held],
              "checks_held_s": round(sum(b - a for a, b in ev.outcome.slot_shared), 3),
+             "shared_holds": len(ev.outcome.slot_shared),
              "phases_s": {k: round(v, 3) for k, v in ev.outcome.phases_s.items()},
              "phases_cpu_s": {k: round(v, 3) for k, v in ev.outcome.phases_cpu_s.items()}}
             for ev in ex.done]

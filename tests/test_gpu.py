@@ -55,3 +55,44 @@ def test_wrong_fixtures_caught_on_gpu(task, gpu_tasks, tmp_path):
         rep = _gpu_eval(gpu_tasks[task], path, extra=("--timeout", "60", "--no-timing"), tmp=tmp_path)
         [s] = rep["solutions"]
         assert s["status"] == exp["status"], (name, s["reason"])
+
+
+def test_checks_give_up_the_gpu_while_triton_compiles(gpu_tasks, tmp_path, monkeypatch):
+    """A Triton candidate in a GPU lane, with an empty Triton cache: its checks hold the GPU slot
+    shared once per workload checked, plus once more after each compile (given up while Triton
+    compiled), and it passes."""
+    from kernelcraft.gauntlet import Options, evaluate
+    from kernelcraft.solution.model import pack_python_file
+    from kernelcraft.task.loader import load_task
+    from kernelcraft.worker import pool
+    from kernelcraft.worker.executor import Done, LocalExecutor, gpu_lanes
+
+    from conftest import ROOT
+
+    class Keep(LocalExecutor):
+        def __init__(self, lanes):
+            super().__init__(lanes)
+            self.done: list = []
+
+        def next_event(self):
+            ev = super().next_event()
+            if isinstance(ev, Done):
+                self.done.append(ev)
+            return ev
+
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "triton_cache"))  # every kernel compiles
+    pool.shutdown_spares()  # spares started before took the old environment
+    task = load_task(gpu_tasks["silu_mul"])
+    f = ROOT / "tasks/silu_mul/solutions/triton_tunable.py"
+    entry = ("candidate", pack_python_file(f, task.definition.name, name="tunable"), str(f))
+    try:
+        with Keep(gpu_lanes("cuda", [0])) as ex:
+            rep = evaluate(task, [entry], Options(device="cuda", timing={"budget_ms": 20}), executor=ex)
+    finally:
+        pool.shutdown_spares()
+    [s] = rep.solutions
+    assert s.status == "PASSED", s.reason
+    [ev] = ex.done
+    checked = sum(g in ("correctness", "generalization") for gates in ev.outcome.workloads.values() for g in gates)
+    assert checked >= 2
+    assert len(ev.outcome.slot_shared) > checked, (len(ev.outcome.slot_shared), checked)

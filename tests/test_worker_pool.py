@@ -186,3 +186,71 @@ def test_decode_takes_only_plain_messages():
     assert pool.decode(b'["workload", "correctness", "u", {"max_abs_error": NaN}]')[3]["max_abs_error"] != 0
     assert pool.decode(pickle.dumps(("done",))) is None
     assert pool.decode(b'{"kind": "done"}') is None and pool.decode(b"[]") is None and pool.decode(b"[1]") is None
+
+
+# -- a check gives up its shared hold on the GPU while Triton compiles ------------------------------
+
+def test_a_check_gives_up_the_gpu_while_a_kernel_compiles_and_takes_it_back_before_the_launch():
+    """The worker's side of the protocol over a real pipe, the parent played by a thread that grants
+    every request: a compile in the middle of a check is preceded by ("idle",) and followed by
+    ("ready",) and the grant, also when the compile fails; outside a hold nothing is sent."""
+    import multiprocessing
+    import threading
+
+    from kernelcraft.worker import child
+
+    parent, kid = multiprocessing.Pipe()
+    heard: list[tuple] = []
+
+    def parent_side() -> None:
+        while True:
+            try:
+                msg = pool.decode(parent.recv_bytes())
+            except EOFError:
+                return
+            heard.append(msg)
+            if msg == ("ready",):
+                parent.send(("go",))
+
+    t = threading.Thread(target=parent_side, daemon=True)
+    t.start()
+    slot = child._Slot(kid, gated=True, on_gpu=False)
+    held_while_compiling: list[bool] = []
+
+    class Kernel:  # stands in for triton's JITFunction
+        def _do_compile(self, key):
+            held_while_compiling.append(slot.held)
+            if key == "bad":
+                raise RuntimeError("the compiler failed")
+            return f"binary for {key}"
+
+    assert child.release_slot_while_compiling(slot, Kernel)
+    assert Kernel()._do_compile("before any hold") == "binary for before any hold"  # the build: no hold to give up
+    assert heard == [] and held_while_compiling == [False]
+    assert slot.share()
+    assert Kernel()._do_compile("k1") == "binary for k1"
+    assert slot.held  # taken back before the launch
+    with pytest.raises(RuntimeError, match="compiler failed"):
+        Kernel()._do_compile("bad")
+    assert slot.held  # a failed compile takes the hold back too: the candidate may go on on the GPU
+    slot.leave()
+    Kernel()._do_compile("after the check")  # e.g. a timing's compile: not a shared hold
+    kid.close()
+    t.join(timeout=10)
+    assert heard == [("ready",), ("idle",), ("ready",), ("idle",), ("ready",), ("idle",)]
+    assert held_while_compiling == [False, False, False, False]
+
+
+def test_the_compile_of_this_triton_is_the_method_that_is_wrapped():
+    """Triton's JITFunction compiles through ``_do_compile`` (3.4-3.9); if a Triton renames it, this
+    fails here rather than the pool silently holding the GPU through compiles again."""
+    jit = pytest.importorskip("triton.runtime.jit", reason="triton is not installed")
+    from kernelcraft.worker import child
+
+    class Sub(jit.JITFunction):  # wrapped on a subclass: the class every test shares stays as it is
+        pass
+
+    slot = child._Slot(None, gated=False, on_gpu=False)
+    assert child.release_slot_while_compiling(slot, Sub)
+    assert Sub._do_compile is not jit.JITFunction._do_compile
+    assert Sub._do_compile.__wrapped__ is jit.JITFunction._do_compile

@@ -13,7 +13,8 @@ nothing it sends may be more than data to the process that records results (:fun
   ``("go",)``, which comes once this process holds its device's GPU slot (shared: other candidates'
   checks may run beside);
 - ``("idle",)`` (jobs with ``gpu_slot``) that workload's check is done and this process's GPU work
-  has finished: the shared hold is given up until the next ``("ready",)``;
+  has finished: the shared hold is given up until the next ``("ready",)``; also in the middle of a
+  check while Triton compiles a kernel (CPU work), followed by ``("ready",)`` before its launch;
 - ``("ready", "timing")`` (jobs with ``gpu_slot``) checked, its GPU work finished; waiting for the
   ``("go",)`` that says it now holds the slot alone, for its timings;
 - ``("workload", gate, uuid, fields)`` one workload's outcome for that gate;
@@ -26,6 +27,8 @@ imported anywhere in this process.
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import json
 import os
 import resource
@@ -178,6 +181,48 @@ class _Slot:
         send(self.conn, "ready", "timing")
         return self.conn.recv() == ("go",)
 
+    @contextlib.contextmanager
+    def compiling(self):
+        """A kernel compiled in the middle of a check (Triton compiles at a kernel's first launch
+        with new specializations): CPU work, so the shared hold is given up for it, once this
+        process's GPU work has finished, and taken again before the launch. A compile holding the
+        slot kept every timing of the lane waiting: on the H200 one large tile of the silu_mul
+        tuner's space compiled for ~14 CPU-s inside one check (results/h200x2/scale.json, job 76).
+        Outside a shared hold (the build, the timings) it changes nothing."""
+        if not (self.gated and self.held):
+            yield
+            return
+        self.leave()
+        try:
+            yield
+        finally:
+            try:
+                again = self.share()
+            except (EOFError, OSError):
+                again = False
+            if not again:
+                os._exit(1)  # the parent ended this job: no GPU work may run without its hold
+
+
+def release_slot_while_compiling(slot: _Slot, cls: type | None = None) -> bool:
+    """Give up ``slot``'s shared hold while Triton compiles: wraps ``JITFunction._do_compile`` (Triton
+    3.4-3.9: called on a kernel-cache miss, before the launch) in this process, the candidate's own.
+    ``cls``: the class to wrap (tests). False where this Triton has no such method (nothing changed)."""
+    if cls is None:
+        jit = sys.modules.get("triton.runtime.jit")  # imported by the template; never imported here
+        cls = getattr(jit, "JITFunction", None)
+    original = getattr(cls, "_do_compile", None)
+    if original is None:
+        return False
+
+    @functools.wraps(original)
+    def _do_compile(self, *args, **kwargs):
+        with slot.compiling():
+            return original(self, *args, **kwargs)
+
+    cls._do_compile = _do_compile
+    return True
+
 
 def _take_device(device: str) -> None:
     import torch
@@ -242,6 +287,9 @@ def _run(conn, job: Job) -> None:
             from kernelcraft.gauntlet.integrity import exempt_triton_interpreter
 
             exempt_triton_interpreter()
+    slot = _Slot(conn, job.gpu_slot, on_gpu)
+    if job.gpu_slot and on_gpu:
+        release_slot_while_compiling(slot)
     # Everything the harness relies on, as it is before any candidate code is imported.
     tamper = None
     if job.role == "candidate":
@@ -275,7 +323,6 @@ def _run(conn, job: Job) -> None:
             send(conn, "build", "REJECTED", "on import: " + tampered)
             return
     send(conn, "build", "PASSED", "")
-    slot = _Slot(conn, job.gpu_slot, on_gpu)
     if not slot.share():
         return
     if on_gpu and job.gpu_slot:
