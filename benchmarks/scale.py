@@ -84,16 +84,21 @@ def throughput_while_queued(outcomes: list, t0: float) -> dict:
     return out
 
 
-def host_busy_cpu_s() -> float | None:
-    """CPU-seconds the whole host has spent busy since boot (/proc/stat: user, nice, system, irq,
-    softirq, steal), None off Linux. Worker processes are forked by the pool's template, not by
-    this process, so this process's RUSAGE_CHILDREN no longer sees them."""
+def host_cpu_s() -> dict[str, float] | None:
+    """CPU-seconds the whole host has spent since boot (/proc/stat), by kind: ``user`` (user, nice),
+    ``system`` (system, irq, softirq: page faults of forked workers land here), ``steal`` (taken by
+    the hypervisor: a virtual machine's neighbours) and ``busy`` (all three); None off Linux. Worker
+    processes are forked by the pool's template, not by this process, so this process's
+    RUSAGE_CHILDREN no longer sees them."""
     try:
         fields = [int(x) for x in Path("/proc/stat").read_text().splitlines()[0].split()[1:]]
     except (OSError, ValueError, IndexError):
         return None
     user, nice, system, _idle, _iowait, irq, softirq, steal = (fields + [0] * 8)[:8]
-    return (user + nice + system + irq + softirq + steal) / os.sysconf("SC_CLK_TCK")
+    tick = os.sysconf("SC_CLK_TCK")
+    out = {"user": (user + nice) / tick, "system": (system + irq + softirq) / tick, "steal": steal / tick}
+    out["busy"] = out["user"] + out["system"] + out["steal"]
+    return out
 
 
 def gpu_timeline(outcomes: list, t0: float, wall: float) -> dict:
@@ -170,11 +175,11 @@ def run_count(task, entries, device: str, workers: int, budget_ms: float, cpu_ma
         # warm (imports done), so the figure is the steady state, not the one-off start-up, which
         # is recorded beside it.
         start_s = ex.prestart() if warm else 0.0
-        ru0, busy0, load0 = resource.getrusage(resource.RUSAGE_SELF), host_busy_cpu_s(), os.getloadavg()[0]
+        ru0, busy0, load0 = resource.getrusage(resource.RUSAGE_SELF), host_cpu_s(), os.getloadavg()[0]
         t0 = time.monotonic()
         report = evaluate(task, entries, opts, executor=ex)
         wall = time.monotonic() - t0
-        ru1, busy1, load1 = resource.getrusage(resource.RUSAGE_SELF), host_busy_cpu_s(), os.getloadavg()[0]
+        ru1, busy1, load1 = resource.getrusage(resource.RUSAGE_SELF), host_cpu_s(), os.getloadavg()[0]
     outcomes = [(ev.worker, ev.outcome) for ev in ex.done]
     timeline = gpu_timeline(outcomes, t0, wall)
     queued = throughput_while_queued(outcomes, t0)
@@ -190,12 +195,14 @@ def run_count(task, entries, device: str, workers: int, budget_ms: float, cpu_ma
     # (and its compilers') CPU seconds; the whole host, from /proc/stat (spares started for jobs
     # that never came, the template, everything else running)
     worker_cpu = [s.worker_cpu_s for s in report.solutions if s.worker_cpu_s is not None]
-    busy = None if busy0 is None or busy1 is None else busy1 - busy0
+    split = None if busy0 is None or busy1 is None else {k: round(busy1[k] - busy0[k], 1) for k in busy0}
+    busy = None if split is None else split.pop("busy")
     host = {"parent_cpu_s": round(ru1.ru_utime + ru1.ru_stime - ru0.ru_utime - ru0.ru_stime, 2),
             "workers_cpu_s": round(sum(worker_cpu), 2),
             "worker_cpu_s_per_candidate": round(sum(worker_cpu) / len(worker_cpu), 2) if worker_cpu else None,
             "host_busy_cpu_s": None if busy is None else round(busy, 1),
             "host_busy_cores_mean": None if busy is None else round(busy / wall, 2),
+            "host_cpu_s_by_kind": split,
             "loadavg_1min_before_after": [round(load0, 2), round(load1, 2)], "cpu_count": os.cpu_count()}
     shutdown_spares()
     per_worker: dict[str, int] = {}
