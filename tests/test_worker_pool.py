@@ -83,8 +83,11 @@ import time
 import pytest
 from pathlib import Path
 
-# at import, in the worker: which environment and which parent it has
-Path(os.environ["KC_TEST_OUT"]).write_text(os.environ.get("KC_TEST_MARKER", "") + " " + str(os.getppid()))
+# at import, in the worker: which environment and which parent it has, and how many objects it
+# inherited frozen (out of the collector's reach)
+import gc
+Path(os.environ["KC_TEST_OUT"]).write_text(os.environ.get("KC_TEST_MARKER", "") + " " + str(os.getppid())
+                                           + " " + str(gc.get_freeze_count()))
 
 
 def run(x, weight, eps):
@@ -148,9 +151,10 @@ def test_workers_are_forked_from_the_template_and_see_the_parents_environment(mo
         monkeypatch.setenv("KC_TEST_MARKER", "set-after-the-template-started")
         monkeypatch.setenv("KC_TEST_OUT", str(tmp_path / "seen.txt"))
         out = pool.run_job(_job(tmp_path, MARKER_SOLUTION), 120, 120)
-        marker, ppid = (tmp_path / "seen.txt").read_text().split()
+        marker, ppid, frozen = (tmp_path / "seen.txt").read_text().split()
         assert marker == "set-after-the-template-started"
         assert int(ppid) != os.getpid()  # forked by the template
+        assert int(frozen) > 100_000  # torch and the gauntlet, frozen by the template before it forked
         assert out.build is not None and out.cpu_s is not None and out.cpu_s > 0
     finally:
         pool.shutdown_spares()

@@ -58,6 +58,15 @@ def warm(template_kind: str) -> None:
     """The template's imports (the forkserver's preload runs this once)."""
     if template_kind == "cpu":
         os.environ["TRITON_INTERPRET"] = "1"  # before triton is imported anywhere in the template
+    import gc
+
     from kernelcraft.worker.child import warm_imports
 
     warm_imports()
+    # Everything imported so far lives as long as every worker: out of the collector's reach
+    # (Python's gc docs: freeze before fork), so a worker's collections neither walk the template's
+    # objects nor write their headers, which would copy the pages they sit on into each worker.
+    # KERNELCRAFT_GC_FREEZE=0 leaves them in (a diagnostic: the freeze's effect, measured).
+    if os.environ.get("KERNELCRAFT_GC_FREEZE", "1") != "0":
+        gc.collect()
+        gc.freeze()
