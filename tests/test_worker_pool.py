@@ -258,3 +258,27 @@ def test_the_compile_of_this_triton_is_the_method_that_is_wrapped():
     assert child.release_slot_while_compiling(slot, Sub)
     assert Sub._do_compile is not jit.JITFunction._do_compile
     assert Sub._do_compile.__wrapped__ is jit.JITFunction._do_compile
+
+
+def test_a_compile_inside_the_candidates_graph_capture_keeps_the_hold(monkeypatch):
+    """While the candidate captures a CUDA graph no synchronize may run (it would break the
+    capture), so a compile there keeps the hold and sends nothing. CUDA's capture state is stood in
+    for: this machine may have no GPU."""
+    import multiprocessing
+
+    import torch
+
+    from kernelcraft.worker import child
+
+    parent, kid = multiprocessing.Pipe()
+    slot = child._Slot(kid, gated=True, on_gpu=True)
+    slot.held = True  # granted earlier: this test is about what the compile does
+    monkeypatch.setattr(torch.cuda, "is_current_stream_capturing", lambda: True)
+
+    class Kernel:
+        def _do_compile(self, key):
+            return key
+
+    assert child.release_slot_while_compiling(slot, Kernel)
+    assert Kernel()._do_compile("k") == "k"
+    assert slot.held and not parent.poll(0.2)

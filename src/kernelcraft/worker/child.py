@@ -161,6 +161,15 @@ class _Slot:
 
             torch.cuda.synchronize()  # every stream of this process on its device
 
+    def _capturing(self) -> bool:
+        """A CUDA graph is being captured on this thread's stream (the candidate's own): no
+        synchronize may run until it ends, so the hold is kept through such a compile."""
+        if not self.on_gpu:
+            return False
+        import torch
+
+        return torch.cuda.is_current_stream_capturing()
+
     def share(self) -> bool:
         if not self.gated or self.held:
             return True
@@ -189,7 +198,7 @@ class _Slot:
         slot kept every timing of the lane waiting: on the H200 one large tile of the silu_mul
         tuner's space compiled for ~14 CPU-s inside one check (results/h200x2/scale.json, job 76).
         Outside a shared hold (the build, the timings) it changes nothing."""
-        if not (self.gated and self.held):
+        if not (self.gated and self.held) or self._capturing():
             yield
             return
         self.leave()
