@@ -196,7 +196,8 @@ class _Slot:
         with new specializations): CPU work, so the shared hold is given up for it, once this
         process's GPU work has finished, and taken again before the launch. A compile holding the
         slot kept every timing of the lane waiting: on the H200 one large tile of the silu_mul
-        tuner's space compiled for ~14 CPU-s inside one check (results/h200x2/scale.json, job 76).
+        tuner's space compiled for ~14 CPU-s inside one check
+        (results/h200x2/history/scale_80_given_bd98a4b.json, job 76).
         Outside a shared hold (the build, the timings) it changes nothing."""
         if not (self.gated and self.held) or self._capturing():
             yield

@@ -4,8 +4,9 @@ reads back events (:class:`Started`, :class:`Done`); no worker ever writes a rec
 A *lane* is one device's share of the pool. On a GPU a lane runs three jobs at once: while one is
 timed, holding its device's GPU slot alone, the others build (import, nvcc, torch extension: CPU
 work) or run their correctness checks, which may share the GPU with each other but never with a
-timing (:class:`kernelcraft.worker.pool.GpuSlot`). So compilation and checks overlap timing, and a
-candidate is never timed while another's GPU work runs. A CPU lane runs one job at a time.
+timing (:class:`kernelcraft.worker.pool.GpuSlot`); a check gives the GPU up while Triton compiles
+one of its kernels. So compilation and checks overlap timing, and a candidate is never timed while
+another's GPU work runs. A CPU lane runs one job at a time.
 
 Dispatch: a queued job goes to the idle lane first (lowest index among the least busy), and a GPU
 lane takes its second job only when no lane is idle, so no device waits while work is queued.
