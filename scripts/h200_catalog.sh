@@ -15,8 +15,7 @@
 set -u
 export PYTHONUNBUFFERED=1
 start=$(date +%s)
-python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
-export PYTHONPATH=/tmp/site:$PWD/src
+source scripts/device_wheels.sh
 export KERNELCRAFT_CACHE=/tmp/kc_cache
 OUT=${OUT:-/tmp/out}
 TASK_S=${TASK_S:-240}

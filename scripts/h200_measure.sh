@@ -4,8 +4,7 @@
 # Usage (device machine, repo root): bash scripts/h200_measure.sh
 set -u
 export PYTHONUNBUFFERED=1
-python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
-export PYTHONPATH=/tmp/site:$PWD/src
+source scripts/device_wheels.sh
 export KERNELCRAFT_CACHE=/tmp/kc_cache
 OUT=${OUT:-/tmp/out}
 mkdir -p "$OUT" results/h200

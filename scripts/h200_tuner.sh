@@ -5,8 +5,7 @@
 # typing_inspection and sqlalchemy; the device image has none of them.
 set -u
 export PYTHONUNBUFFERED=1
-python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
-export PYTHONPATH=/tmp/site:$PWD/src
+source scripts/device_wheels.sh
 export KERNELCRAFT_CACHE=/tmp/kc_cache
 OUT=${OUT:-/tmp/out}
 t=${1:-rmsnorm}

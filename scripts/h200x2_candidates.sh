@@ -15,8 +15,7 @@ DEADLINE=${DEADLINE:-570}
 SCALE_S=${SCALE_S:-200}
 mkdir -p "$OUT" results/h200 results/h200x2
 left() { echo $(( DEADLINE - ($(date +%s) - start) )); }
-python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
-export PYTHONPATH=/tmp/site:$PWD/src
+source scripts/device_wheels.sh
 export KERNELCRAFT_CACHE=/tmp/kc_cache
 nvidia-smi --query-gpu=index,name,driver_version,clocks.sm,clocks.mem --format=csv | tee "$OUT/nvidia-smi.txt"
 tasks=("$@")

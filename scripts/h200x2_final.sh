@@ -10,8 +10,7 @@ set -u
 export PYTHONUNBUFFERED=1
 OUT=${OUT:-/tmp/out}
 mkdir -p "$OUT"
-python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
-export PYTHONPATH=/tmp/site:$PWD/src
+source scripts/device_wheels.sh
 export KERNELCRAFT_CACHE=/tmp/kc_cache
 start=$(date +%s)
 timeout 90 python3 -m kernelcraft optimize tasks/softmax --agent tuner:tasks/softmax/candidates/triton_dispatch.py --device cuda \

@@ -8,8 +8,7 @@ set -u
 export PYTHONUNBUFFERED=1
 OUT=${OUT:-/tmp/out}
 mkdir -p "$OUT"
-python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
-export PYTHONPATH=/tmp/site:$PWD/src
+source scripts/device_wheels.sh
 (lscpu | grep -E 'Model name|^CPU\(s\)|Thread|Core|Socket|MHz'; nproc; free -g) 2>&1 | tee "$OUT/host.txt"
 [ "${PROFILE:-1}" = 1 ] && TRITON_CACHE_DIR=$(mktemp -d) timeout 200 python3 scripts/worker_profile.py --device cuda --candidates ${PROF_N:-4} --out "$OUT/profile" 2>&1 \
   | grep -v Warning | tee "$OUT/worker_profile.txt" | head -150

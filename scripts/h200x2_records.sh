@@ -14,8 +14,7 @@ OUT=${OUT:-/tmp/out}
 DEADLINE=${DEADLINE:-575}
 mkdir -p "$OUT" results/h200 results/h200x2
 left() { echo $(( DEADLINE - ($(date +%s) - start) )); }
-python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
-export PYTHONPATH=/tmp/site:$PWD/src
+source scripts/device_wheels.sh
 export KERNELCRAFT_CACHE=/tmp/kc_cache
 nvidia-smi --query-gpu=index,name,driver_version,clocks.sm,clocks.mem --format=csv | tee "$OUT/nvidia-smi.txt"
 RESERVE=${RESERVE:-0}  # seconds kept for the STEPS

@@ -6,8 +6,7 @@
 # typing_inspection, sqlalchemy, alembic, mako, markupsafe); ray is not needed (local pool).
 set -u
 export PYTHONUNBUFFERED=1
-python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
-export PYTHONPATH=/tmp/site:$PWD/src
+source scripts/device_wheels.sh
 OUT=${OUT:-/tmp/out}
 mkdir -p "$OUT" results/h200x2
 nvidia-smi --query-gpu=index,name,driver_version,clocks.sm,clocks.mem --format=csv | tee "$OUT/nvidia-smi.txt"

@@ -13,8 +13,7 @@ mkdir -p "$OUT"
 start=$(date +%s)
 DEADLINE=${DEADLINE:-570}
 left() { echo $(( DEADLINE - ($(date +%s) - start) )); }
-python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
-export PYTHONPATH=/tmp/site:$PWD/src
+source scripts/device_wheels.sh
 N=${CANDIDATES:-80}
 timeout ${SCALE_S:-240} python3 benchmarks/scale.py --device cuda --workers 1,2 --candidates "$N" ${SCALE_ARGS:-} --out "$OUT/scale.json" 2>&1 \
   | grep -v Warning | tail -6 | tee "$OUT/scale.log"

@@ -13,8 +13,7 @@ DEADLINE=${DEADLINE:-575}
 SCALE_S=${SCALE_S:-190}
 mkdir -p "$OUT" results/h200 results/h200x2
 left() { echo $(( DEADLINE - ($(date +%s) - start) )); }
-python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
-export PYTHONPATH=/tmp/site:$PWD/src
+source scripts/device_wheels.sh
 export KERNELCRAFT_CACHE=/tmp/kc_cache
 nvidia-smi --query-gpu=index,name,driver_version,clocks.sm,clocks.mem --format=csv | tee "$OUT/nvidia-smi.txt"
 ( CUDA_VISIBLE_DEVICES=1 KERNELCRAFT_CACHE=/tmp/kc_cache_h timeout $(( $(left) - SCALE_S - 10 )) python3 benchmarks/harness.py \
