@@ -326,6 +326,14 @@ def run_job(job: Job, build_timeout_s: float, workload_timeout_s: float, spare_n
     phase_t0 = out.taken_at
     cpu_t0 = 0.0  # the worker's CPU seconds at its last report
     answered: set[tuple[str, str | None]] = set()  # phases whose one result has arrived
+
+    def end_shared() -> None:
+        """Give up this job's shared hold and book its interval."""
+        nonlocal held
+        slot.release_shared()
+        out.slot_shared.append((since, time.monotonic()))
+        held = ""
+
     # Spawning and importing torch is the harness's own cost; give it the build's allowance.
     deadline = build_timeout_s
     try:
@@ -375,9 +383,7 @@ def run_job(job: Job, build_timeout_s: float, workload_timeout_s: float, spare_n
                         held, since = "shared", time.monotonic()
                     else:  # ("ready", "timing"): alone on the GPU until the process has exited
                         if held == "shared":
-                            slot.release_shared()
-                            out.slot_shared.append((since, time.monotonic()))
-                        held = ""
+                            end_shared()
                         slot.acquire_exclusive()
                         held, since = "exclusive", time.monotonic()
                 out.slot_wait_s += time.monotonic() - t0
@@ -387,9 +393,7 @@ def run_job(job: Job, build_timeout_s: float, workload_timeout_s: float, spare_n
                     pass  # it died meanwhile: the next recv says how
             elif kind == "idle":
                 if slot is not None and held == "shared":
-                    slot.release_shared()
-                    out.slot_shared.append((since, time.monotonic()))
-                    held = ""
+                    end_shared()
             elif kind == "workload":
                 out.workloads.setdefault(msg[2], {})[msg[1]] = msg[3]
             elif kind == "fatal":
@@ -397,7 +401,7 @@ def run_job(job: Job, build_timeout_s: float, workload_timeout_s: float, spare_n
                 out.died = f"harness error in the worker (not the candidate's verdict):\n{msg[1]}"
             elif kind == "done":
                 out.done_at = time.monotonic()
-                out.phases_s[phase[0]] = out.phases_s.get(phase[0], 0.0) + time.monotonic() - phase_t0
+                out.phases_s[phase[0]] = out.phases_s.get(phase[0], 0.0) + out.done_at - phase_t0
                 _cpu_lap(out, phase[0], msg[1] if len(msg) > 1 else None, cpu_t0)
                 break
     finally:
@@ -409,8 +413,7 @@ def run_job(job: Job, build_timeout_s: float, workload_timeout_s: float, spare_n
             _running.pop(job.log_path, None)
         # only now: work the process left queued on the GPU ended with it
         if held == "shared":
-            out.slot_shared.append((since, time.monotonic()))
-            slot.release_shared()
+            end_shared()
         elif held == "exclusive":
             out.slot_held = (since, time.monotonic())
             slot.release_exclusive()
