@@ -62,3 +62,14 @@ def reset_persisting_l2() -> int:
     if lib is None:
         return -1
     return int(lib.cudaCtxResetPersistingL2Cache())
+
+
+def profiler_start() -> int:
+    """cudaProfilerStart: Nsight Compute (``--profile-from-start off``) profiles from here."""
+    lib = _lib()
+    return -1 if lib is None else int(lib.cudaProfilerStart())
+
+
+def profiler_stop() -> int:
+    lib = _lib()
+    return -1 if lib is None else int(lib.cudaProfilerStop())

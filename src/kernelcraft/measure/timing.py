@@ -49,7 +49,7 @@ from dataclasses import asdict, dataclass
 
 import torch
 
-TIMING_VERSION = "kc-timing/3"  # events + clean L2 flush (read) + CUDA-graph replay + tail, median-CI stopping
+TIMING_VERSION = "kc-timing/4"  # kc-timing/3 + candidates timed in their sandboxed runner on fresh inputs each rep
 WALL_FACTOR = 3.0
 NOOP = "__noop__"
 
@@ -134,16 +134,19 @@ class _CudaClock:
         self.device = device
         self.cudart = _cudart if _cudart.available() else None
         l2 = torch.cuda.get_device_properties(device).L2_cache_size
-        self.flush = _empty(max(2 * l2, 1 << 20) // 4, dtype=torch.int32, device=device)
-        _fill(self.flush, 1)
+        self.flush_buffer = _empty(max(2 * l2, 1 << 20) // 4, dtype=torch.int32, device=device)
+        _fill(self.flush_buffer, 1)
         self.pending: list[tuple[str, object, object, object]] = []
         self.tails: dict[str, list[float]] = {}
 
-    def run(self, name: str, fn: Callable[[], object], rep: int) -> None:
+    def flush(self) -> None:
         _synchronize(self.device)
         if self.cudart is not None:
             self.cudart.reset_persisting_l2()
-        _sum(self.flush)  # a read of 2 x L2: evicts every line (writing back dirty ones) and leaves it clean
+        _sum(self.flush_buffer)  # a read of 2 x L2: evicts every line (writing back dirty ones) and leaves it clean
+
+    def run(self, name: str, fn: Callable[[], object], rep: int) -> None:
+        self.flush()
         start, end, late = _Event(enable_timing=True), _Event(enable_timing=True), _Event(enable_timing=True)
         _record(start)
         fn()
@@ -169,6 +172,9 @@ class _CpuClock:
         self.pending: list[tuple[str, float]] = []
         self.tails: dict[str, list[float]] = {}
 
+    def flush(self) -> None:
+        pass  # no cache a CPU row could flush that would mean anything
+
     def run(self, name: str, fn: Callable[[], object], rep: int) -> None:
         t0 = _perf_counter()
         fn()
@@ -177,6 +183,30 @@ class _CpuClock:
     def collect(self) -> list[tuple[str, float]]:
         done, self.pending = self.pending, []
         return done
+
+
+def clock_for(device: str) -> _CudaClock | _CpuClock:
+    return _CudaClock(device) if device.startswith("cuda") else _CpuClock()
+
+
+def replay(graph: object) -> None:
+    _replay(graph)
+
+
+class Remote:
+    """A function timed in another process (a candidate in its runner): that process runs the same
+    clock (:func:`clock_for`) around each call and reports the numbers, which the caller must treat
+    as claims (:mod:`kernelcraft.gauntlet.judge` checks the outputs of timed calls and the speed of
+    light; an out-of-process profile confirms promoted ones).
+
+    ``prepare(warmup)`` -> (graph used, graph error); ``rep(rep, noop_first)`` -> (ms, tail_ms,
+    noop_tail_ms), called once per repetition in the rotation's turn."""
+
+    def prepare(self, warmup: int) -> tuple[bool, str]:
+        raise NotImplementedError
+
+    def rep(self, rep: int, noop_first: bool) -> tuple[float, float | None, float | None]:
+        raise NotImplementedError
 
 
 def _converged(samples: list[float], budget_ms: float, ci_target: float) -> bool:
@@ -191,17 +221,25 @@ def _converged(samples: list[float], budget_ms: float, ci_target: float) -> bool
 def time_interleaved(fns: dict[str, Callable[[], object]], device: str, budget_ms: float = 500.0,
                      min_reps: int = 10, max_reps: int = 1000, warmup: int = 3,
                      ci_target: float = 0.005, use_graphs: bool = True,
-                     graphs: dict[str, tuple[object, object]] | None = None) -> dict[str, Timing]:
+                     graphs: dict[str, tuple[object, object]] | None = None,
+                     remote: dict[str, Remote] | None = None) -> dict[str, Timing]:
     """Time several functions of the same inputs, interleaved repetition by repetition.
     ``graphs`` (CUDA), when given, receives name -> (graph, captured output) of each function
-    timed as a graph replay."""
+    timed as a graph replay. ``remote``: functions timed in another process, in the same rotation
+    (each runs its own no-op for its tail)."""
     cuda = device.startswith("cuda")
+    remote = remote or {}
     if cuda:
         fns = {**fns, NOOP: lambda: None}  # the tail of a call that leaves nothing running
     names = list(fns)
     for _ in range(warmup):
         for n in names:
             fns[n]()
+    remote_methods: dict[str, str] = {}
+    remote_errors: dict[str, str] = {}
+    for n, r in remote.items():
+        used_graph, remote_errors[n] = r.prepare(warmup)
+        remote_methods[n] = "cuda-graph+events+l2flush" if used_graph else ("cuda-events+l2flush" if cuda else "cpu-wall")
     graph_errors: dict[str, str] = {}
     methods: dict[str, str] = {}
     if cuda and use_graphs:
@@ -217,15 +255,25 @@ def time_interleaved(fns: dict[str, Callable[[], object]], device: str, budget_m
             methods[n] = "cuda-graph+events+l2flush"
             if graphs is not None:
                 graphs[n] = (g, out)
-    clock = _CudaClock(device) if cuda else _CpuClock()
-    samples: dict[str, list[float]] = {n: [] for n in names}
-    measured = [n for n in names if n != NOOP]
+    clock = clock_for(device)
+    order = names + list(remote)
+    samples: dict[str, list[float]] = {n: [] for n in order}
+    remote_tails: dict[str, list[float]] = {n: [] for n in remote}
+    remote_noop_tails: dict[str, list[float]] = {n: [] for n in remote}
+    measured = [n for n in order if n != NOOP]
     wall_limit = _perf_counter() + WALL_FACTOR * budget_ms * len(measured) / 1e3
     rep = 0
     while rep < max_reps:
-        k = rep % len(names)
-        for n in names[k:] + names[:k]:
-            clock.run(n, fns[n], rep)
+        k = rep % len(order)
+        for n in order[k:] + order[:k]:
+            if n in remote:
+                ms, tail, noop_tail = remote[n].rep(rep, noop_first=bool(rep % 2))
+                samples[n].append(ms)
+                if tail is not None and noop_tail is not None:
+                    remote_tails[n].append(tail)
+                    remote_noop_tails[n].append(noop_tail)
+            else:
+                clock.run(n, fns[n], rep)
         for n, ms in clock.collect():
             samples[n].append(ms)
         rep += 1
@@ -233,12 +281,19 @@ def time_interleaved(fns: dict[str, Callable[[], object]], device: str, budget_m
             all(_converged(samples[n], budget_ms, ci_target) for n in measured) or _perf_counter() > wall_limit
         ):
             break
-    out = {n: _summary(samples[n], methods.get(n, clock.method)) for n in measured}
+    out = {n: _summary(samples[n], methods.get(n, remote_methods.get(n, clock.method))) for n in measured}
     for n, error in graph_errors.items():
         out[n].graph_error = error
+    for n in remote:
+        out[n].graph_error = remote_errors[n]
     if cuda:
         noop_tail = statistics.median(clock.tails[NOOP])
-        for n in measured:
-            out[n].tail_ms = statistics.median(clock.tails[n])
-            out[n].escaped_ms = max(0.0, out[n].tail_ms - noop_tail)
+        for n in names:
+            if n != NOOP:
+                out[n].tail_ms = statistics.median(clock.tails[n])
+                out[n].escaped_ms = max(0.0, out[n].tail_ms - noop_tail)
+        for n in remote:
+            if remote_tails[n]:
+                out[n].tail_ms = statistics.median(remote_tails[n])
+                out[n].escaped_ms = max(0.0, out[n].tail_ms - statistics.median(remote_noop_tails[n]))
     return out

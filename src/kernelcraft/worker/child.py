@@ -1,4 +1,8 @@
-"""The worker process: builds one solution and runs it. Nothing here records results.
+"""The worker process is the *judge* of one job: it makes the inputs, holds the seed, runs the
+reference and every check, and sends the outcome to the recording process. It never imports candidate
+code: a candidate is built and called in a *runner* (:mod:`kernelcraft.runner`) it forked before it
+read its job, sandboxed, reached over a socket, frozen between requests
+(:mod:`kernelcraft.gauntlet.judge`). Trusted rows (the baseline, torch.compile, peers) run here.
 
 It speaks to the parent over a pipe, announcing each phase before it starts, so that when the
 process hangs or dies the parent knows exactly where. Messages are JSON arrays, never pickles: this
@@ -28,7 +32,6 @@ imported anywhere in this process.
 from __future__ import annotations
 
 import contextlib
-import functools
 import json
 import os
 import resource
@@ -54,6 +57,9 @@ class Job:
     # Build first, then wait for the parent's "go" before any GPU work: another process may be timing
     # on this GPU meanwhile (compilation overlapped with timing, one GPU slot per device).
     gpu_slot: bool = False
+    build_timeout_s: float = 900.0  # how long the judge waits for its runner's build reply
+    workload_timeout_s: float = 300.0  # ... and for any other reply
+    options: dict = field(default_factory=dict)  # per role: {"peer": name}, {"compile_mode": ...}
 
 
 def cpu_seconds() -> float:
@@ -122,15 +128,20 @@ def warm_main(conn, device: str, visible: str | None = None, env: dict[str, str]
     if not device.startswith("cuda"):
         os.environ["TRITON_INTERPRET"] = "1"  # before triton is imported anywhere in this process
     warm_imports()
+    # The runner is forked now, before the job (its seed, its contract) is in this process's memory.
+    from kernelcraft.runner.client import RunnerClient
+
+    runner = RunnerClient(device)
     try:
         send(conn, "warm")
         job = conn.recv()
     except (EOFError, OSError):
+        runner.close()
         return  # no job came: the parent is gone or shut the spare down
-    worker_main(conn, job)
+    worker_main(conn, job, runner)
 
 
-def worker_main(conn, job: Job) -> None:
+def worker_main(conn, job: Job, runner=None) -> None:
     log = open(job.log_path, "a", buffering=1)  # noqa: SIM115 - lives as long as the process
     os.dup2(log.fileno(), 1)
     os.dup2(log.fileno(), 2)
@@ -138,10 +149,12 @@ def worker_main(conn, job: Job) -> None:
     if not job.device.startswith("cuda"):
         os.environ["TRITON_INTERPRET"] = "1"
     try:
-        _run(conn, job)
+        _run(conn, job, runner)
     except BaseException:  # noqa: BLE001 - a harness bug must still reach the parent as text
         send(conn, "fatal", traceback.format_exc()[-4000:])
     finally:
+        if runner is not None:
+            runner.close()
         send(conn, "done", cpu_seconds())
         conn.close()
 
@@ -214,35 +227,10 @@ class _Slot:
                 os._exit(1)  # the parent ended this job: no GPU work may run without its hold
 
 
-def release_slot_while_compiling(slot: _Slot, cls: type | None = None) -> bool:
-    """Give up ``slot``'s shared hold while Triton compiles: wraps ``JITFunction._do_compile`` (Triton
-    3.4-3.9: called on a kernel-cache miss, before the launch) in this process, the candidate's own.
-    ``cls``: the class to wrap (tests). False where this Triton has no such method (nothing changed)."""
-    if cls is None:
-        jit = sys.modules.get("triton.runtime.jit")  # imported by the template; never imported here
-        cls = getattr(jit, "JITFunction", None)
-    original = getattr(cls, "_do_compile", None)
-    if original is None:
-        return False
-
-    @functools.wraps(original)
-    def _do_compile(self, *args, **kwargs):
-        with slot.compiling():
-            return original(self, *args, **kwargs)
-
-    cls._do_compile = _do_compile
-    return True
-
-
 def _take_device(device: str) -> None:
     import torch
 
-    from kernelcraft.measure import _cudart
-
     torch.cuda.set_device(torch.device(device).index or 0)
-    # No persisting-L2 carve-out for anyone in this process: data kept resident across the
-    # timer's L2 flush would make a kernel look faster than it is when called once.
-    _cudart.disable_persisting_l2()
 
 
 def _import_file(path: Path, module_name: str):
@@ -254,120 +242,180 @@ def _import_file(path: Path, module_name: str):
     return module
 
 
-def _run(conn, job: Job) -> None:
+def _load_baseline(path: Path):
+    """The task's baseline, or why it cannot run here (a library this machine lacks: a KDA request's
+    baseline may import flashinfer or tilelang for a B200). Trusted code, imported only by the judge."""
+    try:
+        return _import_file(path, "kc_baseline").run, ""
+    except ModuleNotFoundError as e:
+        return None, (f"baseline.py imports {e.name!r}, which this machine lacks ({e}); "
+                      f"install it (pip install {e.name}) or run where it exists")
+    except BaseException as e:  # noqa: BLE001 - any failure of the task's own code is named, not a crash
+        from kernelcraft.solution._traceback import candidate_traceback
+
+        return None, f"baseline.py could not be imported: {candidate_traceback(e)}"
+
+
+def _trusted_fn(job: Job, task, reference, baseline):
+    """The function of a trusted row: the baseline, the reference under torch.compile, or a peer."""
     import torch
 
-    from kernelcraft.solution.build import BuildError, CannotRun, build
+    if job.role == "baseline":
+        return baseline
+    if job.role == "torch.compile":
+        import torch._dynamo
+
+        # One graph per shape (dynamic=False): every workload compiled for its own sizes, as a user
+        # tuning for a shape would; recompiles happen in the checks and warm-up, never in timing.
+        torch._dynamo.config.cache_size_limit = max(torch._dynamo.config.cache_size_limit, 256)
+        if hasattr(torch._dynamo.config, "recompile_limit"):
+            torch._dynamo.config.recompile_limit = max(torch._dynamo.config.recompile_limit, 256)
+        mode = job.options.get("compile_mode") or None
+        dynamic = job.options.get("compile_dynamic", False)
+        return torch.compile(reference, dynamic=dynamic, mode=mode)
+    if job.role == "peer":
+        from kernelcraft.task.peers import load_peer
+
+        return load_peer(task, job.options["peer"]).callable()
+    raise ValueError(f"no trusted function for role {job.role!r}")
+
+
+def _run(conn, job: Job, runner) -> None:
+    import torch
+
+    from kernelcraft.gauntlet.judge import Judge, LocalSubject, Refused, RemoteSubject
     from kernelcraft.solution.model import Solution
     from kernelcraft.task.loader import load_task
+    from kernelcraft.task.workload import Workload
 
     torch.set_grad_enabled(False)
     task = load_task(job.task_root)
     definition = task.definition
-    workdir = Path(tempfile.mkdtemp(prefix="kc_worker_"))
+    workdir = Path(tempfile.mkdtemp(prefix="kc_judge_"))
     on_gpu = job.device.startswith("cuda")
     if on_gpu and not job.gpu_slot:
         _take_device(job.device)
-
-    # Trusted code first: the reference and the baseline are loaded before any candidate code runs.
     ref_file = workdir / "kc_reference.py"
     ref_file.write_text(definition.reference)
     reference = _import_file(ref_file, "kc_reference").run
-    baseline = _import_file(task.baseline_path, "kc_baseline").run
-
-    from kernelcraft.gauntlet.integrity import TamperSnapshot
-    from kernelcraft.gauntlet.runner import Runner
-    from kernelcraft.task.workload import Workload
-
-    # The global generators get unpredictable seeds: inputs come from private generators of the
-    # run's secret seed, and nothing a candidate can read from torch's default generator helps it.
-    torch.seed()
-
+    baseline, baseline_missing = _load_baseline(task.baseline_path)
     solution = Solution.model_validate(job.solution)
-    send(conn, "phase", "build", None, cpu_seconds())
-    if solution.spec.language == "triton":
-        # Import triton here, as the harness: if it cannot start (a missing numpy for the CPU
-        # interpreter, a broken install), that is this machine's problem, not the candidate's.
-        try:
-            import triton  # noqa: F401
-        except Exception as e:  # noqa: BLE001
-            send(conn, "build", "SKIPPED", f"triton cannot be imported on this machine: {type(e).__name__}: {e}")
-            return
-        if os.environ.get("TRITON_INTERPRET") == "1":
-            from kernelcraft.gauntlet.integrity import exempt_triton_interpreter
-
-            exempt_triton_interpreter()
     slot = _Slot(conn, job.gpu_slot, on_gpu)
-    if job.gpu_slot and on_gpu:
-        release_slot_while_compiling(slot)
-    # Everything the harness relies on, as it is before any candidate code is imported.
-    tamper = None
+    send(conn, "phase", "build", None, cpu_seconds())
+    if job.role == "baseline" and baseline is None:
+        send(conn, "build", "SKIPPED", "[baseline-unavailable] " + baseline_missing)
+        return
     if job.role == "candidate":
-        from kernelcraft.gauntlet.integrity import prime_dispatch_modes
-
-        prime_dispatch_modes()
-        tamper = TamperSnapshot()
-    from kernelcraft.gauntlet.integrity import python_threads
-
-    threads_before = python_threads()
-    if job.role == "baseline":
-        fn, dps = baseline, False
-    elif job.role == "torch.compile":
-        fn, dps = torch.compile(reference), False
-    else:
+        if solution.spec.language == "triton":
+            # Import triton here, as the harness: if it cannot start (a missing numpy for the CPU
+            # interpreter, a broken install), that is this machine's problem, not the candidate's.
+            try:
+                import triton  # noqa: F401
+            except Exception as e:  # noqa: BLE001
+                send(conn, "build", "SKIPPED", f"triton cannot be imported on this machine: {type(e).__name__}: {e}")
+                return
+        if runner is None:
+            raise RuntimeError("a candidate job needs a runner; none was forked")
         try:
-            fn = build(solution, job.device, workdir)
-        except BuildError as e:
-            send(conn, "build", "COMPILE_ERROR", str(e))
+            runner.wait_ready(job.build_timeout_s)
+            # A Python or Triton candidate's import is quick and could launch GPU work: it runs inside a
+            # shared hold. A CUDA build (nvcc, minutes) runs outside, as before (docs/integrity.md).
+            quick = solution.spec.language in ("python", "triton")
+            if quick and not slot.share():
+                return
+            subject = RemoteSubject(runner, None, solution.spec.destination_passing_style, job.workload_timeout_s)
+            built = subject._ask("build", _build_reply(), timeout=job.build_timeout_s,
+                                 solution=job.solution, inputs=list(definition.inputs),
+                                 outputs=list(definition.outputs))
+        except Refused as e:
+            send(conn, "build", e.status if e.status != "TIMEOUT" else "TIMEOUT", e.reason)
             return
-        except CannotRun as e:
-            send(conn, "build", "SKIPPED", str(e))
+        if built.status != "PASSED":
+            send(conn, "build", built.status, built.reason)
             return
-        dps = solution.spec.destination_passing_style
-        tampered = tamper.reason()
-        if not tampered and job.gpu_slot and python_threads() > threads_before:
-            # A thread left by the import could launch GPU work while this process waits for its
-            # slot, i.e. while another candidate is timed on this GPU.
-            tampered = f"[threads] the import left {python_threads() - threads_before} Python thread(s) running"
-        if tampered:
-            send(conn, "build", "REJECTED", "on import: " + tampered)
+    else:
+        if runner is not None:
+            runner.close()
+            runner = None
+        try:
+            fn = _trusted_fn(job, task, reference, baseline)
+        except BaseException as e:  # noqa: BLE001 - a peer that cannot load here is SKIPPED, with why
+            send(conn, "build", "SKIPPED", f"{type(e).__name__}: {e}")
             return
+        subject = None
     send(conn, "build", "PASSED", "")
     if not slot.share():
         return
     if on_gpu and job.gpu_slot:
         _take_device(job.device)
+    judge = Judge(task, None, reference, baseline, job.device, job.seed, job.role, solution.spec.language)
+    if subject is None:
+        subject = LocalSubject(fn, judge, dps=False)
+    else:
+        subject.judge = judge
+        subject.release = job.gpu_slot and on_gpu
 
-    runner = Runner(task, fn, dps, reference, baseline, job.device, job.seed, audit=job.role == "candidate",
-                    tamper=tamper)
-    workloads = [task.workload(u) for u in job.workload_uuids]
-    for w in workloads:
-        if not slot.share():
+        def on_event(event: str) -> None:
+            if event == "compiling":
+                slot.leave()
+            elif not slot.share():
+                os._exit(1)  # the parent ended this job: no GPU work may run without its hold
+
+        subject.on_event = on_event
+    judge.subject = subject
+    current: tuple[str, str] = ("build", "")
+    try:
+        workloads = [task.workload(u) for u in job.workload_uuids]
+        for w in workloads:
+            if not slot.share():
+                return
+            current = ("correctness", w.uuid)
+            send(conn, "phase", "correctness", w.uuid, cpu_seconds())
+            result = judge.check(w)
+            slot.leave()
+            send(conn, "workload", "correctness", w.uuid, result)
+            if result["status"] != "PASSED":
+                return
+        for h in map(Workload.model_validate, job.holdouts):
+            if not slot.share():
+                return
+            current = ("generalization", h.uuid)
+            send(conn, "phase", "generalization", h.uuid, cpu_seconds())
+            result = judge.check(h, salt=0x401D)
+            slot.leave()
+            if result["gate"] == "correctness":
+                result["gate"] = "generalization"
+            send(conn, "workload", "generalization", h.uuid, result)
+            if result["status"] != "PASSED":
+                return
+        if not job.time_it:
             return
-        send(conn, "phase", "correctness", w.uuid, cpu_seconds())
-        result = runner.check(w)
-        slot.leave()
-        send(conn, "workload", "correctness", w.uuid, result)
-        if result["status"] != "PASSED":
+        if not slot.alone():
             return
-    for h in map(Workload.model_validate, job.holdouts):
-        if not slot.share():
-            return
-        send(conn, "phase", "generalization", h.uuid, cpu_seconds())
-        result = runner.check(h, salt=0x401D)
-        slot.leave()
-        if result["gate"] == "correctness":
-            result["gate"] = "generalization"
-        send(conn, "workload", "generalization", h.uuid, result)
-        if result["status"] != "PASSED":
-            return
-    if not job.time_it:
-        return
-    if not slot.alone():
-        return
-    for w in workloads:
-        send(conn, "phase", "timing", w.uuid, cpu_seconds())
-        result = runner.time(w, role=job.role, **job.timing)
-        send(conn, "workload", "timing", w.uuid, result)
-        if result["status"] != "PASSED":
-            return
+        if isinstance(subject, RemoteSubject):
+            subject.release = False  # alone on the GPU until the end: nothing to give up for a compile
+        for w in workloads:
+            current = ("timing", w.uuid)
+            send(conn, "phase", "timing", w.uuid, cpu_seconds())
+            result = judge.time(w, **job.timing)
+            if baseline_missing and job.role == "candidate":
+                result["baseline_unavailable"] = baseline_missing
+            send(conn, "workload", "timing", w.uuid, result)
+            if result["status"] != "PASSED":
+                return
+    except Refused as e:
+        gate, uuid = current
+        if uuid:
+            send(conn, "workload", gate, uuid, {"status": e.status, "gate": "integrity" if e.status == "REJECTED"
+                                                 else gate, "reason": e.reason})
+        else:
+            send(conn, "fatal", e.reason)
+    finally:
+        if isinstance(subject, RemoteSubject):
+            subject.close()
+
+
+def _build_reply():
+    from kernelcraft.runner.protocol import BuildReply
+
+    return BuildReply

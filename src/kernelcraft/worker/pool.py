@@ -73,12 +73,18 @@ def decode(raw: bytes) -> tuple | None:
 
 def _spawn(device: str, visible: str | None = None) -> tuple:
     """A new worker process for ``device``, forked from the template where there is one. Starting
-    one can wait for the template's imports (its first use), so callers do not hold the lock."""
+    one can wait for the template's imports (its first use), so callers do not hold the lock.
+    Neither the template nor the worker gets this process's secrets (API keys, database URLs): the
+    worker forks the candidate's runner, and a process's first environment stays readable in it."""
     ctx = template.context(device)
-    env = dict(os.environ)
+    env = template.scrubbed(os.environ)
     parent_conn, child_conn = ctx.Pipe(duplex=True)
     proc = ctx.Process(target=warm_main, args=(child_conn, device, visible, env), daemon=True)
-    proc.start()
+    if ctx.get_start_method() == "spawn":
+        with template.environment(env):  # an exec'd process: its first environment is what it is given
+            proc.start()
+    else:
+        proc.start()
     child_conn.close()
     return proc, parent_conn, env
 
@@ -129,7 +135,7 @@ def _take(device: str, spare_next: bool = True, visible: str | None = None, keep
         waiting = _spares.get(key, [])
         while waiting and worker is None:
             spare = waiting.pop(0)
-            if spare[0].is_alive() and spare[2] == dict(os.environ):
+            if spare[0].is_alive() and spare[2] == template.scrubbed(os.environ):
                 worker = spare
                 _warm.discard(spare[0].pid)
             else:
@@ -274,8 +280,8 @@ def _out_of_protocol(msg: tuple, phase: tuple[str, str | None], answered: set) -
         answered.discard(("holding", None))
         return ""
     elif kind == "ready":
-        # before a check: after the build's result, not while holding it already, never once timing began
-        if (msg != ("ready",) or ("build", None) not in answered or ("ready", "timing") in answered
+        # before a check (or a quick build): not while holding it already, never once timing began
+        if (msg != ("ready",) or ("ready", "timing") in answered
                 or ("holding", None) in answered or phase[0] not in ("build", "correctness", "generalization")):
             return f"a request for the GPU arrived during {phase[0]}"
         answered.update({("ready", None), ("holding", None)})

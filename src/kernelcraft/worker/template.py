@@ -20,13 +20,42 @@ forkserver is missing (not Linux) or ``KERNELCRAFT_FORKSERVER=0``.
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing as mp
 import os
+import re
 import sys
 import threading
 
 _lock = threading.Lock()
 _kind: str | None = None  # the kind of the one template this process's forkserver preloads
+
+
+# Environment variables that look like credentials: kept out of every worker process (and of the
+# template they fork from), since a worker forks the runner that imports candidate code, and a
+# process's initial environment stays readable in its memory and /proc/self/environ.
+SECRET = re.compile(r"KEY|TOKEN|SECRET|PASSW|CREDENTIAL|COOKIE|SESSION|AUTH|PRIVATE|DATABASE_URL|DSN|^KERNELCRAFT_DB$",
+                    re.IGNORECASE)
+_env_lock = threading.Lock()
+
+
+def scrubbed(env) -> dict[str, str]:
+    return {k: v for k, v in env.items() if not SECRET.search(k)}
+
+
+@contextlib.contextmanager
+def environment(env: dict[str, str]):
+    """``os.environ`` is ``env`` while a process (and, the first time, the forkserver) starts: both
+    take this process's environment as their own initial one."""
+    with _env_lock:
+        saved = dict(os.environ)
+        os.environ.clear()
+        os.environ.update(env)
+        try:
+            yield
+        finally:
+            os.environ.clear()
+            os.environ.update(saved)
 
 
 def kind_of(device: str) -> str:
@@ -49,6 +78,10 @@ def context(device: str):
         if _kind is None:
             _kind = kind
             mp.set_forkserver_preload([f"kernelcraft.worker._template_{kind}"])
+            from multiprocessing import forkserver
+
+            with environment(scrubbed(os.environ)):
+                forkserver.ensure_running()  # every worker forked from it inherits this first environment
         if _kind != kind:
             return mp.get_context("spawn")
     return mp.get_context("forkserver")

@@ -1,0 +1,496 @@
+"""The judge: inputs, reference, checks and timing of one solution on one workload. Trusted code
+only: it never imports a candidate. A candidate runs in its runner (:mod:`kernelcraft.runner`) and is
+reached through :class:`RemoteSubject`; trusted rows (the baseline, torch.compile, peers) are plain
+functions here (:class:`LocalSubject`).
+
+What the judge decides on, it holds itself: the inputs (drawn from the run's secret seed, which never
+leaves this process), pristine copies of them, the reference's outputs (in float64 where the reference
+allows), the outputs of the candidate copied out of the shared arena, and the contract. What the
+runner reports (op counts, threads, timings) is evidence, validated and bounded
+(:mod:`kernelcraft.runner.protocol`); it can count against a candidate, never make a wrong answer pass.
+
+Timing: the candidate's timed calls run in its runner, interleaved with the baseline and the
+reference timed here, by the one clock (:mod:`kernelcraft.measure.timing`). Before each timed call
+the judge writes fresh input values into the arena, and after a secret random subset of them (every
+call with probability 1/8, and two calls among the first ``min_reps``) it reads the outputs back and
+checks them against the reference on exactly those inputs: a candidate that does less work when timed
+than when checked is caught ``[timed-output]``.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+from kernelcraft.gauntlet.compare import Check, canonical_outputs, compare, normalize_outputs
+from kernelcraft.gauntlet.integrity import bitwise_equal
+from kernelcraft.measure.timing import Remote, time_interleaved
+from kernelcraft.runner import protocol
+from kernelcraft.runner.checks import ALLOWED_OPS
+from kernelcraft.runner.client import ProtocolError, RunnerClient, RunnerDied
+from kernelcraft.runner.shared import Slot, dtype_name, layout, new_arena
+from kernelcraft.solution._traceback import candidate_traceback
+from kernelcraft.task.dtypes import torch_dtype
+from kernelcraft.task.inputs import make_inputs
+from kernelcraft.task.loader import Task
+from kernelcraft.task.workload import Workload
+
+# Device work allowed to outlast a candidate's end event before the timing gate calls it escaped:
+# the tails of honest kernels match a no-op's within a few microseconds.
+ESCAPE_MS = 0.02
+ESCAPE_FRACTION = 0.1
+CHECK_PROBABILITY = 1 / 8  # share of timed calls whose outputs the judge checks (chosen secretly)
+
+
+class Refused(Exception):
+    """The candidate's runner broke the protocol or died: the job's verdict, with its class."""
+
+    def __init__(self, status: str, reason: str):
+        super().__init__(reason)
+        self.status, self.reason = status, reason
+
+
+def _poison(t: torch.Tensor) -> torch.Tensor:
+    """Fill an output buffer so an element the kernel never writes cannot pass by luck."""
+    if t.dtype.is_floating_point:
+        t.fill_(float("nan"))
+    elif t.dtype == torch.bool:
+        t.fill_(True)
+    else:
+        t.fill_(torch.iinfo(t.dtype).min)
+    return t
+
+
+def _clone(args: list[Any]) -> list[Any]:
+    return [a.clone() if isinstance(a, torch.Tensor) else a for a in args]
+
+
+def _upcast(args: list[Any]) -> list[Any]:
+    return [a.to(torch.float64) if isinstance(a, torch.Tensor) and a.is_floating_point() else a for a in args]
+
+
+def _is_compile_error(e: BaseException) -> bool:
+    names = {cls.__name__ for cls in type(e).__mro__}
+    return bool(names & {"CompilationError", "CompileTimeAssertionFailure", "UnsupportedLanguageConstruct"})
+
+
+@dataclass
+class Called:
+    """One call's outcome, as the judge sees it."""
+
+    outputs: list[Any] | None = None  # judge-owned tensors / values, in the definition's output order
+    error: str = ""  # what the solution raised (its verdict: RUNTIME_ERROR or COMPILE_ERROR)
+    compile_error: bool = False
+    wrong: Check | None = None  # an output of the wrong kind, shape, dtype or device
+    finding: str = ""  # an integrity problem ([class] reason)
+    evidence: dict = field(default_factory=dict)
+
+
+class Subject:
+    """What the judge calls: ``place`` inputs, then ``call`` on them; ``seen`` is what the calls read."""
+
+    dps: bool = False
+    audited: bool = False
+
+    def place(self, inputs: list[Any], axes: dict[str, int]) -> None:
+        raise NotImplementedError
+
+    def refill(self, inputs: list[Any]) -> None:
+        """New values into the placed inputs (same shapes)."""
+        for dst, src in zip(self.seen(), inputs, strict=True):
+            if isinstance(dst, torch.Tensor):
+                dst.copy_(src)
+
+    def seen(self) -> list[Any]:
+        raise NotImplementedError
+
+    def call(self, warm: bool = False) -> Called:
+        raise NotImplementedError
+
+
+class LocalSubject(Subject):
+    """A trusted function of this process (baseline, torch.compile, a peer, a reference)."""
+
+    def __init__(self, fn: Callable, judge: Judge, dps: bool = False):
+        self.fn, self.judge, self.dps = fn, judge, dps
+        self.args: list[Any] = []
+        self.axes: dict[str, int] = {}
+
+    def place(self, inputs: list[Any], axes: dict[str, int]) -> None:
+        self.args, self.axes = _clone(inputs), axes
+
+    def seen(self) -> list[Any]:
+        return self.args
+
+    def call(self, warm: bool = False) -> Called:
+        try:
+            if self.dps:
+                outs = self.judge.alloc_outputs(self.axes)
+                self.fn(*self.args, *outs)
+                out = outs
+            else:
+                out = normalize_outputs(self.fn(*self.args), self.judge.d)
+            self.judge.sync()
+        except BaseException as e:  # noqa: BLE001 - a trusted row that raises is that row's verdict
+            return Called(error=candidate_traceback(e), compile_error=_is_compile_error(e))
+        return Called(outputs=out)
+
+    def timed(self) -> Callable[[], object]:
+        if self.dps:
+            outs = self.judge.alloc_outputs(self.axes)
+            return lambda: self.fn(*self.args, *outs)
+        return lambda: self.fn(*self.args)
+
+
+class RemoteSubject(Subject):
+    """The candidate, in its runner: inputs and outputs in a shared arena the judge owns."""
+
+    audited = True
+
+    def __init__(self, client: RunnerClient, judge: Judge, dps: bool, timeout_s: float,
+                 on_event: Callable[[str], None] | None = None):
+        self.client, self.judge, self.dps, self.timeout_s = client, judge, dps, timeout_s
+        self.on_event = on_event
+        self.arena = None
+        self.views: list[Any] = []
+        self.out_slots: list[Slot | None] = []
+        self.out_views: list[torch.Tensor | None] = []
+        self.release = False  # Triton compiles during calls may give the GPU slot up (set by the worker)
+
+    def place(self, inputs: list[Any], axes: dict[str, int]) -> None:
+        d = self.judge.d
+        tensors = [(tuple(a.shape), dtype_name(a.dtype)) for a in inputs if isinstance(a, torch.Tensor)]
+        outs = []
+        for spec in d.outputs.values():
+            shape = d.shape(spec, axes)
+            if shape is not None:
+                outs.append((shape, spec.dtype))
+        slots, size = layout(tensors + outs)
+        if self.arena is not None:
+            self.judge.sync()
+            self.arena.close()
+        self.arena = new_arena(self.judge.device, size)
+        in_slots, out_tensor_slots = slots[:len(tensors)], iter(slots[len(tensors):])
+        spec_in, self.views, it = [], [], iter(in_slots)
+        for a in inputs:
+            if isinstance(a, torch.Tensor):
+                s = next(it)
+                v = self.arena.view(s)
+                v.copy_(a)
+                self.views.append(v)
+                spec_in.append({"slot": s.to_json()})
+            else:
+                self.views.append(a)
+                spec_in.append({"value": a})
+        self.out_slots = [next(out_tensor_slots) if d.shape(spec, axes) is not None else None
+                          for spec in d.outputs.values()]
+        self.out_views = [self.arena.view(s) if s is not None else None for s in self.out_slots]
+        self.judge.sync()
+        self._ask("arena", protocol.EmptyReply, fds=[self.arena.fd], size=self.arena.size, inputs=spec_in,
+                  outputs=[{"slot": s.to_json()} if s is not None else {"scalar": True} for s in self.out_slots],
+                  dps=self.dps)
+
+    def seen(self) -> list[Any]:
+        return self.views
+
+    def _ask(self, op: str, model: type, timeout: float | None = None, **payload):
+        try:
+            msg = self.client.request(op, timeout=self.timeout_s if timeout is None else timeout,
+                                      on_event=self.on_event, **payload)
+        except RunnerDied as e:
+            tail = self.client.log_tail()
+            reason = f"the candidate's runner {e}" + (f"; its output ended with:\n{tail}" if tail else "")
+            raise Refused("TIMEOUT" if e.timeout else "RUNTIME_ERROR", reason) from None
+        except ProtocolError as e:
+            raise Refused("REJECTED", f"[protocol] {e}") from None
+        try:
+            return protocol.parse(model, msg)
+        except ValueError as e:
+            raise Refused("REJECTED", f"[protocol] the runner's reply to {op!r} is not valid: {e}") from None
+
+    def _outputs(self, descs: list) -> tuple[list[Any] | None, Check | None]:
+        """The outputs the runner left in the arena, as judge-owned copies; a wrong kind of output is
+        the check's verdict (the judge compares only what lies in its own slots)."""
+        d = self.judge.d
+        names = list(d.outputs)
+        if len(descs) != len(names):
+            raise Refused("REJECTED", f"[protocol] a call reported {len(descs)} outputs; the definition has {len(names)}")
+        out: list[Any] = []
+        for name, spec, desc, slot, view in zip(names, d.outputs.values(), descs, self.out_slots, self.out_views,
+                                                strict=True):
+            if slot is None:  # a scalar output
+                if desc.value is None or isinstance(desc.value, bool) and spec.dtype != "bool":
+                    return None, Check("INCORRECT_SHAPE", f"output {name!r}: expected a scalar, got "
+                                       f"{desc.type or ('a tensor of shape ' + str(tuple(desc.shape or ())))}")
+                out.append(desc.value)
+                continue
+            if desc.shape is None:
+                return None, Check("INCORRECT_SHAPE", f"output {name!r}: expected a tensor of shape {slot.shape}, "
+                                   f"got {desc.type or 'a number'}")
+            if tuple(desc.shape) != slot.shape:
+                return None, Check("INCORRECT_SHAPE", f"output {name!r}: shape {tuple(desc.shape)}, expected {slot.shape}")
+            if desc.dtype != slot.dtype:
+                return None, Check("INCORRECT_DTYPE", f"output {name!r}: dtype {desc.dtype}, expected {slot.dtype}")
+            want_device = torch.device(self.judge.device).type
+            if desc.device != want_device:
+                return None, Check("RUNTIME_ERROR", f"output {name!r} is on {desc.device}, expected {want_device}")
+            if not desc.stored:
+                raise Refused("REJECTED", f"[protocol] output {name!r} matched its slot but was not stored")
+            out.append(view.clone())
+        return out, None
+
+    def _poison_outputs(self) -> None:
+        for v in self.out_views:
+            if v is not None:
+                _poison(v)
+
+    def call(self, warm: bool = False) -> Called:
+        self._poison_outputs()
+        self.judge.sync()
+        r = self._ask("call", protocol.CallReply, warm=warm, release=self.release)
+        if r.error:
+            return Called(error=r.error, compile_error=r.compile_error)
+        outputs, wrong = self._outputs(r.outputs)
+        evidence = {"ops": r.ops, "threads": r.threads, "native_threads": r.native_threads, "launches": r.launches}
+        return Called(outputs=outputs, wrong=wrong, finding=r.finding[:4000], evidence=evidence)
+
+    def close(self) -> None:
+        if self.arena is not None:
+            self.judge.sync()
+            self.arena.close()
+            self.arena = None
+
+
+class _RemoteTimer(Remote):
+    """The candidate's turn in the timing rotation: fresh inputs, one timed call in the runner, and
+    (for the calls chosen secretly) the judge's check of what that call computed."""
+
+    def __init__(self, judge: Judge, subject: RemoteSubject, w: Workload, axes: dict[str, int], p: dict):
+        self.judge, self.subject, self.w, self.axes = judge, subject, w, axes
+        rng = random.Random(f"{judge.seed}:{w.uuid}:timed-checks")
+        self.rng = rng
+        forced = rng.sample(range(max(2, p["min_reps"])), 2)
+        self.forced = set(forced)
+        self.failure: dict | None = None
+        self.checked = 0
+
+    def prepare(self, warmup: int) -> tuple[bool, str]:
+        r = self.subject._ask("time", protocol.TimeReply, warmup=warmup, graphs=True)
+        if r.error:
+            raise Refused("RUNTIME_ERROR", r.error)
+        return r.graph, r.graph_error
+
+    def rep(self, rep: int, noop_first: bool) -> tuple[float, float | None, float | None]:
+        judge, subject = self.judge, self.subject
+        fresh = make_inputs(judge.task, self.w, judge.seed + 0x71AE + rep, judge.device)
+        subject.refill(fresh)
+        if subject.dps:
+            subject._poison_outputs()
+        judge.sync()
+        r = subject._ask("rep", protocol.RepReply, noop_first=noop_first)
+        if r.error:
+            raise Refused("RUNTIME_ERROR", "during timing: " + r.error)
+        if r.ms is None:
+            raise Refused("REJECTED", "[protocol] a timed call reported no time")
+        check = rep in self.forced or self.rng.random() < CHECK_PROBABILITY
+        if check and self.failure is None:
+            self._check(fresh, rep)
+        return r.ms, r.tail_ms, r.noop_tail_ms
+
+    def _check(self, fresh: list[Any], rep: int) -> None:
+        c = self.subject._ask("collect", protocol.CollectReply)
+        outputs, wrong = self.subject._outputs(c.outputs)
+        self.checked += 1
+        verdict = wrong or self.judge.judge_outputs(outputs, fresh, self.axes)
+        if verdict.status != "PASSED":
+            self.failure = {"status": "REJECTED", "gate": "timing", "reason": (
+                f"[timed-output] the outputs of timed call {rep + 1} (fresh inputs, checked after the call) are "
+                f"wrong, while the checks before timing passed: {verdict.reason}")}
+
+
+class Judge:
+    """Checks and times one subject on the workloads of one task, from one secret seed."""
+
+    def __init__(self, task: Task, subject: Subject | None, reference: Callable, baseline: Callable | None,
+                 device: str, seed: int, role: str = "candidate", language: str = "python"):
+        self.task, self.subject, self.reference, self.baseline = task, subject, reference, baseline
+        self.device, self.seed, self.role, self.language = device, seed, role, language
+        self.d = task.definition
+
+    def sync(self) -> None:
+        if self.device.startswith("cuda"):
+            torch.cuda.synchronize()
+
+    def alloc_outputs(self, axes: dict[str, int]) -> list[torch.Tensor]:
+        outs = []
+        for name, spec in self.d.outputs.items():
+            shape = self.d.shape(spec, axes)
+            if shape is None:
+                raise TypeError(f"output {name!r} is a scalar; destination-passing style needs tensor outputs")
+            outs.append(_poison(torch.empty(shape, dtype=torch_dtype(spec.dtype), device=self.device)))
+        return outs
+
+    def reference_outputs(self, inputs: list[Any]) -> tuple[list[Any], str]:
+        """The reference in float64 where its ops allow, else in the inputs' own precision."""
+        try:
+            out = normalize_outputs(self.reference(*_upcast(inputs)), self.d)
+            return out, "float64"
+        except (RuntimeError, TypeError, NotImplementedError):
+            return normalize_outputs(self.reference(*inputs), self.d), "native"
+
+    def judge_outputs(self, outputs: list[Any], inputs: list[Any], axes: dict[str, int]) -> Check:
+        expected, _ = self.reference_outputs(inputs)
+        self.sync()
+        return compare(outputs, expected, self.d, self.task.contract, axes, self.device, inputs)
+
+    # -- evidence from the runner ----------------------------------------------------------------
+    def _evidence(self, called: Called, warm: bool) -> str:
+        if not self.subject.audited:
+            return ""
+        if called.finding:
+            return called.finding
+        ev = called.evidence
+        allowed = ALLOWED_OPS | {op if "::" in op else f"aten::{op}" for op in self.task.contract.integrity.allowed_torch_ops}
+        bad = {n: c for n, c in (ev.get("ops") or {}).items() if n not in allowed}
+        if bad:
+            ops = ", ".join(f"{n} x{c}" for n, c in sorted(bad.items(), key=lambda x: -x[1])[:8])
+            return (f"[torch-compute] the candidate called torch ops that compute (or ops of a custom namespace): "
+                    f"{ops}. A solution must compute in its own kernels (allocation, views and metadata are "
+                    "allowed; contract.toml [integrity] allowed_torch_ops may allow more, by qualified name)")
+        threads = ev.get("threads")
+        if threads and threads[1] > threads[0]:
+            return f"[threads] the call left {threads[1] - threads[0]} more Python thread(s) running"
+        native = ev.get("native_threads")
+        if warm and native and native[0] >= 0 and native[1] > native[0]:
+            return (f"[threads] the call left {native[1] - native[0]} more native thread(s) running "
+                    "(work outside the timed stream)")
+        return ""
+
+    def _mutated(self, pristine: list[Any]) -> str:
+        for name, before, after in zip(self.d.inputs, pristine, self.subject.seen(), strict=True):
+            if isinstance(before, torch.Tensor) and not bitwise_equal(before, after)[0]:
+                return f"[input-mutation] the candidate modified its input {name!r} (inputs are read-only)"
+        return ""
+
+    # -- gates ---------------------------------------------------------------------------------
+    def check(self, w: Workload, salt: int = 0) -> dict:
+        """Correctness and integrity on one workload; ``salt`` draws a fresh set of inputs."""
+        axes = self.d.axis_values(w.axes)
+        try:
+            inputs = make_inputs(self.task, w, self.seed + salt, self.device)
+        except Exception as e:  # noqa: BLE001
+            return {"status": "RUNTIME_ERROR", "gate": "reference", "reason": f"making the inputs failed: {e}"}
+        pristine = _clone(inputs)
+        self.subject.place(inputs, axes)
+        called = self.subject.call()
+        if called.error:
+            status = "COMPILE_ERROR" if called.compile_error else "RUNTIME_ERROR"
+            return {"status": status, "gate": "build" if called.compile_error else "correctness",
+                    "reason": called.error}
+        cheat = self._evidence(called, warm=False) or (self._mutated(pristine) if self.subject.audited else "")
+        if cheat:
+            return {"status": "REJECTED", "gate": "integrity", "reason": cheat}
+        if called.wrong is not None:
+            return {"status": called.wrong.status, "gate": "correctness", "reason": called.wrong.reason}
+        try:
+            expected, precision = self.reference_outputs(pristine)
+            self.sync()
+        except Exception as e:  # noqa: BLE001
+            return {"status": "RUNTIME_ERROR", "gate": "reference",
+                    "reason": f"the task's reference failed (not the candidate's fault): {candidate_traceback(e)}"}
+        c = compare(called.outputs, expected, self.d, self.task.contract, axes, self.device, pristine)
+        result = {"status": c.status, "gate": "correctness", "reason": c.reason, "max_abs_error": c.max_abs_error,
+                  "max_rel_error": c.max_rel_error, "reference_precision": precision}
+        if c.status == "PASSED" and self.subject.audited:
+            again = self._repeat(pristine, called.outputs, expected, axes)
+            if again:
+                return {"status": "REJECTED", "gate": "integrity", "reason": again}
+        return result
+
+    def _repeat(self, pristine: list[Any], first: list[Any], expected: list[Any], axes: dict[str, int]) -> str:
+        """A second call on identical inputs: bit for bit equal to the first (in the checkers'
+        canonical form); where the contract says ``deterministic = false``, it must pass the checks again."""
+        self.subject.refill(pristine)
+        second = self.subject.call(warm=True)
+        if second.error:
+            return f"[nondeterminism] a second call on the same inputs raised: {second.error}"
+        cheat = self._evidence(second, warm=True) or self._mutated(pristine)
+        if cheat:
+            return cheat
+        if second.wrong is not None:
+            return f"[nondeterminism] a second call on identical inputs: {second.wrong.reason}"
+        if not self.task.contract.integrity.deterministic:
+            c = compare(second.outputs, expected, self.d, self.task.contract, axes, self.device, pristine)
+            return "" if c.status == "PASSED" else f"[nondeterminism] a second call on identical inputs: {c.reason}"
+        contract = self.task.contract
+        a = canonical_outputs(first, self.d, contract)
+        b = canonical_outputs(second.outputs, self.d, contract)
+        for name, x, y in zip(self.d.outputs, a, b, strict=True):
+            same, n = bitwise_equal(x, y)
+            if not same:
+                return (f"[nondeterminism] output {name!r}: a second call on identical inputs differs in {n} "
+                        "element(s) (uninitialised memory, a race, or state kept between calls); "
+                        "contract.toml [integrity] deterministic = false allows it where atomics make it unavoidable")
+        return ""
+
+    def _extra_warmup(self, w: Workload) -> int:
+        """0-3 more warm-up calls, drawn from the run's secret seed: how many calls precede the
+        capture and the timed replays cannot be predicted by candidate code that counts its calls."""
+        return random.Random(f"{self.seed}:{w.uuid}").randrange(4)
+
+    def time(self, w: Workload, **policy: Any) -> dict:
+        axes = self.d.axis_values(w.axes)
+        inputs = make_inputs(self.task, w, self.seed, self.device)
+        p = self.task.contract.timing.model_dump() | policy
+        if not self.device.startswith("cuda"):
+            # The interpreter is slow; a handful of wall-clock samples is all a CPU row can claim.
+            p["min_reps"] = min(p["min_reps"], 3)
+        self.subject.place(inputs, axes)
+        shared = self.subject.seen()  # what trusted functions time on: the same tensors
+        fns: dict[str, Callable[[], object]] = {}
+        remote: dict[str, Remote] = {}
+        timer = None
+        if isinstance(self.subject, RemoteSubject):
+            timer = remote["candidate"] = _RemoteTimer(self, self.subject, w, axes, p)
+        else:
+            fns["candidate"] = self.subject.timed()
+        baseline_error = ""
+        if self.role != "baseline" and self.baseline is not None:
+            fns["baseline"] = lambda: self.baseline(*shared)
+        fns["reference"] = lambda: self.reference(*shared)
+        try:
+            t = time_interleaved(fns, self.device, budget_ms=p["budget_ms"], min_reps=p["min_reps"],
+                                 max_reps=p["max_reps"], warmup=p["warmup"] + self._extra_warmup(w), remote=remote)
+        except Refused:
+            raise
+        except BaseException as e:  # noqa: BLE001
+            return {"status": "RUNTIME_ERROR", "gate": "timing", "reason": candidate_traceback(e)}
+        if timer is not None and timer.failure is not None:
+            return timer.failure
+        cand = t["candidate"]
+        if self.subject.audited and cand.escaped_ms is not None and \
+                cand.escaped_ms > ESCAPE_MS + ESCAPE_FRACTION * cand.median_ms:
+            return {"status": "REJECTED", "gate": "timing", "reason": (
+                f"[escaped-timer] after the end event the device stayed busy {cand.escaped_ms:.4f} ms longer than "
+                f"after a no-op (the events measured {cand.median_ms:.4f} ms): work on another stream or a "
+                "deferred launch escaped the timer")}
+        # Check again after timing, on fresh values of the same shapes: a kernel that is right once and
+        # wrong when called repeatedly, or that caches outputs by pointer, shape or value, fails here.
+        again = self.check(w, salt=0x5EED)
+        if again["status"] != "PASSED":
+            again["reason"] = "after timing: " + again["reason"]
+            again["gate"] = "timing" if again["gate"] == "correctness" else again["gate"]
+            return again
+        base = t["baseline"] if "baseline" in t else cand
+        out = {"status": "PASSED", "gate": "timing", "latency_ms": cand.median_ms,
+               "baseline_latency_ms": base.median_ms, "reference_latency_ms": t["reference"].median_ms,
+               "timing": cand.to_dict()}
+        if timer is not None:
+            out["timing"]["checked_reps"] = timer.checked
+        if baseline_error:
+            out["baseline_error"] = baseline_error
+        return out

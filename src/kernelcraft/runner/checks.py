@@ -1,0 +1,209 @@
+"""Instruments the runner puts around a candidate's calls. What they find is *evidence* the judge
+weighs, never a verdict: they run in the candidate's own process, so a candidate can blind them
+(then nothing is reported) but cannot make a wrong answer right, which the judge decides on its own
+copies of the inputs and the outputs. A finding they do report can only count against the candidate.
+
+- the op audit: a torch dispatch mode recording every op the call issues, by qualified name
+  (``aten::add``, ``myns::op``): the judge decides which are allowed, by its contract;
+- whether that dispatch mode was still installed after the call (a candidate that pops it is seen);
+- Triton launches counted (a ``python`` solution must launch a kernel);
+- Python and native thread counts around the call;
+- outputs: plain tensors, not aliasing an input or each other;
+- a snapshot of every callable of torch and of this harness's runner modules, taken before the
+  candidate is imported, compared after the import and after each call (``[harness-tamper]``).
+
+Before each call on CUDA, blocks of each output's size are allocated, filled with NaN and freed, so an
+output the candidate allocates and never writes reads NaN rather than something left there.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from typing import Any
+
+import torch
+from torch.utils._python_dispatch import TorchDispatchMode
+
+# aten ops a kernel's Python wrapper may call: allocation, views, metadata. Nothing that computes.
+ALLOWED_OPS = frozenset(f"aten::{n}" for n in (
+    "empty", "empty_like", "empty_strided", "new_empty", "new_empty_strided", "zeros", "zeros_like",
+    "new_zeros", "zero_", "view", "_unsafe_view", "reshape", "as_strided", "slice", "select", "t",
+    "transpose", "permute", "expand", "unsqueeze", "squeeze", "unbind", "split", "split_with_sizes",
+    "chunk", "narrow", "alias", "detach", "lift_fresh", "view_as", "flatten", "unflatten",
+    "sym_size", "sym_stride", "sym_numel", "sym_storage_offset", "is_same_size", "resolve_conj",
+    "resolve_neg", "_reshape_alias", "set_", "record_stream", "view_as_real", "view_as_complex",
+    "_conj", "conj", "contiguous",
+))
+
+launches = {"triton": 0}  # kernel launches seen by the hooks below, since the last reset
+
+
+class OpAudit(TorchDispatchMode):
+    """Records every op that reaches the dispatcher while active (Python and C++ callers alike)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.ops: dict[str, int] = {}
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        name = f"{func.namespace}::{func.overloadpacket.__name__}"
+        self.ops[name] = self.ops.get(name, 0) + 1
+        return func(*args, **(kwargs or {}))
+
+
+def audit_installed() -> bool:
+    """An OpAudit is still on the dispatch-mode stack (a candidate may pop or disable it)."""
+    from torch.utils._python_dispatch import _get_current_dispatch_mode_stack
+
+    try:
+        return any(isinstance(m, OpAudit) for m in _get_current_dispatch_mode_stack())
+    except Exception:  # noqa: BLE001 - torch internals moved: say so as a failed check
+        return False
+
+
+def prime_dispatch_modes() -> None:
+    """Enter a dispatch mode once. The first one imports torch._dynamo, which replaces
+    torch.manual_seed and friends with wrapped versions: done before a TamperSnapshot, so the
+    snapshot holds the wrapped functions rather than flagging torch's own lazy patching."""
+    with OpAudit():
+        torch.empty(0)
+
+
+def poison_allocator(shapes_dtypes: list[tuple[tuple[int, ...], torch.dtype]], device: str) -> None:
+    if not device.startswith("cuda"):
+        return  # CPU allocations come from malloc/mmap; there is no cache to seed
+    blocks = []
+    for shape, dtype in shapes_dtypes:
+        for _ in range(2):
+            t = torch.empty(shape, dtype=dtype, device=device)
+            if dtype.is_floating_point:
+                t.fill_(float("nan"))
+            else:
+                t.fill_(-1 if dtype != torch.bool else True)
+            blocks.append(t)
+    del blocks  # back to the caching allocator, poisoned
+
+
+def python_threads() -> int:
+    return threading.active_count()
+
+
+def native_threads() -> int:
+    """Threads of this process as the kernel sees them (C++ threads included); -1 where unknown."""
+    try:
+        return len(os.listdir("/proc/self/task"))
+    except OSError:
+        return -1
+
+
+def _watched() -> dict[str, object]:
+    import builtins
+    import time
+
+    import torch.nn.functional
+
+    from kernelcraft.measure import timing
+    from kernelcraft.runner import checks, main, shared, wire
+
+    watched: dict[str, object] = {
+        "builtins": builtins, "time": time, "torch": torch, "torch.Tensor": torch.Tensor,
+        "torch.TensorBase": torch._C.TensorBase, "torch.cuda": torch.cuda, "torch.cuda.Event": torch.cuda.Event,
+        "torch.nn.functional": torch.nn.functional,
+    }
+    for mod in (checks, main, shared, wire, timing):
+        watched[mod.__name__] = mod
+    watched["OpAudit"] = OpAudit
+    return watched
+
+
+class TamperSnapshot:
+    """Identity of every callable the runner relies on, taken before candidate code is imported."""
+
+    def __init__(self) -> None:
+        self.watched = _watched()
+        self.state = {name: self._callables(obj) for name, obj in self.watched.items()}
+
+    @staticmethod
+    def _callables(obj: object) -> dict[str, int]:
+        return {k: id(v) for k, v in list(vars(obj).items()) if callable(v) and not isinstance(v, type(torch))}
+
+    def changed(self) -> list[str]:
+        found = []
+        for name, obj in self.watched.items():
+            before = self.state[name]
+            now = self._callables(obj)
+            is_class = isinstance(obj, type)
+            for k, ident in now.items():
+                if k in before and before[k] != ident:
+                    found.append(f"{name}.{k} was replaced")
+                elif k not in before and is_class:
+                    found.append(f"{name}.{k} was added")
+            for k in before.keys() - now.keys():
+                found.append(f"{name}.{k} was deleted")
+        return found
+
+    def reason(self) -> str:
+        found = self.changed()
+        if not found:
+            return ""
+        more = f" and {len(found) - 5} more" if len(found) > 5 else ""
+        return "[harness-tamper] the candidate patched what the harness relies on: " + "; ".join(found[:5]) + more
+
+
+def check_outputs(outputs: list[Any], output_names: list[str], inputs: list[Any], input_names: list[str]) -> str:
+    spans = []
+    for name, t in zip(input_names, inputs, strict=True):
+        if isinstance(t, torch.Tensor) and t.numel():
+            s = t.untyped_storage()
+            spans.append((s.data_ptr(), s.nbytes(), f"input {name!r}"))
+    for name, out in zip(output_names, outputs, strict=True):
+        if not isinstance(out, torch.Tensor):
+            continue
+        if type(out) is not torch.Tensor:
+            return (f"[not-a-plain-tensor] output {name!r} is a {type(out).__module__}.{type(out).__name__}; "
+                    "outputs must be plain torch.Tensor objects holding their values")
+        if not out.numel():
+            continue
+        s = out.untyped_storage()
+        start, size = s.data_ptr(), s.nbytes()
+        for other_start, other_size, what in spans:
+            if start < other_start + other_size and other_start < start + size:
+                return f"[output-aliasing] output {name!r} shares memory with {what}; outputs must be fresh tensors"
+        spans.append((start, size, f"output {name!r}"))
+    return ""
+
+
+def hook_triton_launches(interpreted: bool) -> None:
+    """Count Triton launches; on CPU also suspend the op audit for the interpreter's own aten copies
+    (it moves tensors to numpy and back: not the candidate's compute). Harness code, before the
+    candidate is imported."""
+    from torch.utils._python_dispatch import _disable_current_modes
+
+    if interpreted:
+        from triton.runtime import interpreter
+
+        launch = interpreter.GridExecutor.__call__
+        if getattr(launch, "_kc_hooked", False):
+            return
+
+        def interpreted_launch(self, *args, **kwargs):
+            launches["triton"] += 1
+            with _disable_current_modes():
+                return launch(self, *args, **kwargs)
+
+        interpreted_launch._kc_hooked = True
+        interpreter.GridExecutor.__call__ = interpreted_launch
+        return
+    from triton.runtime import jit
+
+    run = jit.JITFunction.run
+    if getattr(run, "_kc_hooked", False):
+        return
+
+    def counted_run(self, *args, **kwargs):
+        launches["triton"] += 1
+        return run(self, *args, **kwargs)
+
+    counted_run._kc_hooked = True
+    jit.JITFunction.run = counted_run

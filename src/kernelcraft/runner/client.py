@@ -1,0 +1,237 @@
+"""The judge's side of a runner: fork it, talk to it, freeze it between requests, end it.
+
+Forked by the judge before the judge has read its job (so the runner's memory holds nothing of the
+job), it lives until the job ends. Between requests it is *frozen* (SIGSTOP, with every process it
+started): a thread or a child of the candidate cannot launch GPU work while the judge, or another
+candidate on the same GPU, is being timed. Every reply is checked against the request it answers
+(:func:`RunnerClient.request`); anything else ends the job ``REJECTED [protocol]``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import math
+import os
+import shutil
+import signal
+import socket
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from kernelcraft.runner import wire
+
+PR_SET_PDEATHSIG, PR_SET_CHILD_SUBREAPER = 1, 36
+
+
+class ProtocolError(Exception):
+    """The runner said something that is not an answer to what it was asked."""
+
+
+class RunnerDied(Exception):
+    """The runner's process ended (crash, signal, os._exit) or stopped answering in time."""
+
+    def __init__(self, what: str, timeout: bool = False):
+        super().__init__(what)
+        self.timeout = timeout
+
+
+def sandbox_cache() -> Path:
+    """The compile caches runners share (Triton's, nvcc's, torch extensions'): outside /tmp (each
+    runner gets an empty one) and outside the home folder (which another uid cannot enter)."""
+    root = Path(os.environ.get("KERNELCRAFT_SANDBOX_CACHE") or f"/var/tmp/kernelcraft-sandbox-{os.getuid()}")
+    root.mkdir(parents=True, exist_ok=True, mode=0o755)
+    return root
+
+
+def _prctl(option: int, arg: int) -> None:
+    ctypes.CDLL(None, use_errno=True).prctl(option, arg, 0, 0, 0)
+
+
+def descendants(pid: int) -> list[int]:
+    """``pid`` and every process below it, from the kernel's children lists (no /proc scan)."""
+    out, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        out.append(p)
+        try:
+            tasks = os.listdir(f"/proc/{p}/task")
+        except OSError:
+            continue
+        for t in tasks:
+            try:
+                todo += [int(c) for c in Path(f"/proc/{p}/task/{t}/children").read_text().split()]
+            except (OSError, ValueError):
+                continue
+    return out
+
+
+class RunnerClient:
+    """One runner process and the socket to it."""
+
+    def __init__(self, device: str):
+        self.device = device
+        self.scratch = Path(tempfile.mkdtemp(prefix="kc_runner_"))
+        os.chmod(self.scratch, 0o755)
+        self.log_path = str(self.scratch / "runner.log")
+        self.sandbox: dict = {}
+        self._next_id = 0
+        self._frozen = False
+        self.pid_one: int | None = None  # the process serving requests (pid 1 of its namespace)
+        caches = [str(sandbox_cache())]
+        judge_end, runner_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        _prctl(PR_SET_CHILD_SUBREAPER, 1)  # what the runner's processes orphan comes back to the judge
+        pid = os.fork()
+        if pid == 0:
+            judge_end.close()
+            _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)  # the judge gone, the runner goes too
+            from kernelcraft.runner.main import start
+
+            start(runner_end, device, str(self.scratch), caches, self.log_path)  # never returns
+        runner_end.close()
+        self.pid, self.sock = pid, judge_end
+
+    # -- the process ---------------------------------------------------------------------------
+    def wait_ready(self, timeout: float) -> None:
+        """The runner's first word: it entered its sandbox (and which protections held)."""
+        msg = self._recv(timeout)
+        if msg.get("event") != "ready" or not isinstance(msg.get("sandbox"), dict):
+            raise ProtocolError(f"the runner's first message was {str(msg)[:200]!r}, not its ready event")
+        sb = msg["sandbox"]
+        self.sandbox = {"held": [str(x)[:300] for x in sb.get("held", [])][:20],
+                        "degraded": [str(x)[:300] for x in sb.get("degraded", [])][:20]}
+        kids = descendants(self.pid)
+        self.pid_one = kids[1] if len(kids) > 1 and self.sandbox["held"] and _in_other_pidns(kids[1]) else self.pid
+        self.freeze()
+
+    def _signal_all(self, sig: int) -> None:
+        for p in descendants(self.pid):
+            with contextlib.suppress(OSError):
+                os.kill(p, sig)
+
+    def freeze(self) -> None:
+        if not self._frozen:
+            self._signal_all(signal.SIGSTOP)
+            self._frozen = True
+
+    def thaw(self) -> None:
+        if self._frozen:
+            self._signal_all(signal.SIGCONT)
+            self._frozen = False
+
+    def alive(self) -> bool:
+        try:
+            pid, _ = os.waitpid(self.pid, os.WNOHANG)
+        except ChildProcessError:
+            return False
+        return pid == 0
+
+    def log_tail(self, n: int = 2500) -> str:
+        try:
+            text = Path(self.log_path).read_text(errors="replace")
+        except OSError:
+            return ""
+        # the candidate writes this text: no terminal control sequences reach a record or a screen
+        text = "".join(c if c.isprintable() or c in "\n\t" else "?" for c in text[-n:])
+        return text.strip()
+
+    def close(self) -> None:
+        """End the runner and every process it started; remove its scratch folder."""
+        with contextlib.suppress(Exception):
+            self.thaw()
+            wire.send(self.sock, {"op": "exit"})
+        deadline = time.monotonic() + 2.0
+        while self.alive() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        for p in reversed(descendants(self.pid)):
+            with contextlib.suppress(OSError):
+                os.kill(p, signal.SIGKILL)
+        with contextlib.suppress(ChildProcessError):
+            os.waitpid(self.pid, 0)
+        _reap_orphans()
+        self.sock.close()
+        shutil.rmtree(self.scratch, ignore_errors=True)
+
+    # -- requests ------------------------------------------------------------------------------
+    def _recv(self, timeout: float) -> dict:
+        try:
+            msg, fds = wire.recv(self.sock, timeout=timeout)
+        except wire.Timeout:
+            raise RunnerDied(f"no answer within {timeout:g} s", timeout=True) from None
+        except wire.WireError as e:
+            if not self.alive() or "closed" in str(e):
+                raise RunnerDied(f"the runner process ended ({_exit_of(self.pid)})") from None
+            raise ProtocolError(str(e)) from None
+        for fd in fds:
+            os.close(fd)
+        return msg
+
+    def request(self, op: str, timeout: float = math.inf, fds: list[int] | None = None,
+                on_event: Callable[[str], None] | None = None, **payload) -> dict:
+        """Send one request and return its reply, which must carry this request's id; events
+        (``compiling``/``compiled``) go to ``on_event`` while it waits."""
+        self._next_id += 1
+        rid = self._next_id
+        self.thaw()
+        try:
+            wire.send(self.sock, {"op": op, "id": rid, **payload}, fds)
+        except OSError:
+            raise RunnerDied(f"the runner process ended ({_exit_of(self.pid)})") from None
+        try:
+            deadline = time.monotonic() + timeout
+            while True:
+                msg = self._recv(max(0.0, deadline - time.monotonic()))
+                event = msg.get("event")
+                if event in ("compiling", "compiled") and len(msg) == 1:
+                    if on_event is not None:
+                        on_event(event)
+                    if event == "compiled":
+                        wire.send(self.sock, {"op": "resume"})
+                    continue
+                if msg.get("id") != rid or event is not None:
+                    raise ProtocolError(f"a reply {str(msg)[:200]!r} to request {rid} ({op})")
+                if "harness_error" in msg:
+                    raise ProtocolError(f"the runner reported a harness error: {str(msg['harness_error'])[-1500:]}")
+                return msg
+        finally:
+            if self.alive():
+                self.freeze()
+
+
+def _in_other_pidns(pid: int) -> bool:
+    try:
+        return os.readlink(f"/proc/{pid}/ns/pid") != os.readlink("/proc/self/ns/pid")
+    except OSError:
+        return False
+
+
+def _exit_of(pid: int) -> str:
+    try:
+        got, status = os.waitpid(pid, os.WNOHANG)
+    except ChildProcessError:
+        return "already reaped"
+    if got == 0:
+        return "still running"
+    code = os.waitstatus_to_exitcode(status)
+    if code < 0:
+        try:
+            return f"killed by signal {signal.Signals(-code).name}"
+        except ValueError:
+            return f"killed by signal {-code}"
+    return f"exit code {code}"
+
+
+def _reap_orphans() -> None:
+    """Processes the runner's left behind and the kernel handed to this subreaper: killed, reaped."""
+    for p in descendants(os.getpid())[1:]:
+        with contextlib.suppress(OSError):
+            os.kill(p, signal.SIGKILL)
+    while True:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return

@@ -1,0 +1,402 @@
+"""The runner: the only process that imports candidate code. Trusted for nothing.
+
+It is forked by its judge (:mod:`kernelcraft.worker.child`) before the judge has read its job, so
+its memory holds no seed, contract or reference; it closes every descriptor but its socket, enters
+the sandbox (:mod:`kernelcraft.runner.sandbox`), and then serves the judge's requests, one at a
+time, over that socket (:mod:`kernelcraft.runner.wire`). It never sees the seed, the reference,
+the tolerances or a verdict: it gets inputs the judge made, in shared memory
+(:mod:`kernelcraft.runner.shared`), runs the candidate on them, and leaves the outputs there.
+
+Requests (``op``) and what the reply carries:
+
+- ``build`` (``solution``): build and import the candidate; ``status``/``reason``.
+- ``arena`` (+ one descriptor; ``size``, ``inputs``, ``outputs``, ``dps``): map the judge's arena;
+  the candidate's arguments become views of it.
+- ``call`` (``warm``, ``release``): one audited call; the outputs copied into the arena's output
+  slots; per output its shape and dtype (``outputs``), the op counts, thread counts, launches,
+  ``finding`` (an integrity problem seen here) or ``error`` (what the candidate raised).
+- ``time`` (``warmup``, ``graphs``): warm-up calls, then a CUDA graph captured on the arena.
+- ``rep`` (``noop_first``): one timed call of the candidate and one of a no-op, by the one timer
+  (:mod:`kernelcraft.measure.timing`); ``ms``, ``tail_ms``, ``noop_ms``, ``noop_tail_ms``.
+- ``collect``: the last timed call's outputs copied into the arena (as ``call`` reports them).
+- ``profile`` (``calls``): eager calls inside cudaProfilerStart/Stop, for Nsight Compute's count.
+- ``exit``.
+
+Unsolicited events: ``compiling`` / ``compiled`` (a Triton compile in the middle of a ``call`` with
+``release``: CPU work, so the judge may give the GPU slot up), then it waits for ``resume``.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import sys
+import traceback
+from pathlib import Path
+from typing import Any
+
+from kernelcraft.runner import wire
+from kernelcraft.runner.sandbox import Sandbox, enter, isolate
+
+
+def _close_fds(keep: set[int]) -> None:
+    """Every descriptor the judge's process had (its pipe to the recording process, logs) closed."""
+    for name in os.listdir("/proc/self/fd") if os.path.isdir("/proc/self/fd") else []:
+        fd = int(name)
+        if fd > 2 and fd not in keep:
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+
+
+def start(sock: socket.socket, device: str, scratch: str, caches: list[str], log_path: str) -> None:
+    """Entry of the runner, in the process its judge forked. Never returns."""
+    code = 0
+    try:
+        log = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        os.dup2(log, 1)
+        os.dup2(log, 2)
+        os.close(log)
+        devnull = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(devnull, 0)
+        os.close(devnull)
+        _close_fds({sock.fileno()})
+        box = Sandbox(Path(scratch), [Path(c) for c in caches], device)
+        if isolate(box):
+            pid = os.fork()  # the child is pid 1 of the new pid namespace
+            if pid:
+                sock.close()
+                _, status = os.waitpid(pid, 0)
+                os._exit(os.waitstatus_to_exitcode(status) & 0xFF)
+        enter(box, namespaced=bool(box.held))
+        Runner(sock, device, box).serve()
+    except BaseException:  # noqa: BLE001 - whatever happened, the judge sees the socket close
+        traceback.print_exc()
+        code = 1
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+
+
+def normalize(result: Any, names: list[str]) -> list[Any]:
+    """FlashInfer-Trace's value-returning forms -> a list in the definition's output order."""
+    if isinstance(result, dict):
+        missing = [n for n in names if n not in result]
+        if missing:
+            raise TypeError(f"returned dict lacks outputs {missing} (has {sorted(map(str, result))})")
+        return [result[n] for n in names]
+    if isinstance(result, tuple | list):
+        if len(result) != len(names):
+            raise TypeError(f"returned {len(result)} values; the definition has {len(names)} outputs {names}")
+        return list(result)
+    if len(names) != 1:
+        raise TypeError(f"returned one value; the definition has {len(names)} outputs {names}")
+    return [result]
+
+
+class Runner:
+    def __init__(self, sock: socket.socket, device: str, box: Sandbox):
+        import torch
+
+        from kernelcraft.runner import checks
+
+        self.sock, self.device, self.box = sock, device, box
+        self.on_gpu = device.startswith("cuda")
+        self.fn = None
+        self.dps = False
+        self.arena = None
+        self.args: list[Any] = []
+        self.out_slots: list = []
+        self.out_views: list = []
+        self.input_names: list[str] = []
+        self.output_names: list[str] = []
+        self.timed = None  # (callable for one timed call, graph or None, captured return value)
+        self.clock = None
+        self.last: list[Any] | None = None
+        self.release = False
+        self.tamper = None
+        self.device_ready = False
+        torch.set_grad_enabled(False)
+        checks.prime_dispatch_modes()
+        try:
+            import triton  # noqa: F401
+
+            checks.hook_triton_launches(interpreted=not self.on_gpu)
+            if self.on_gpu:
+                self._release_compiles()
+        except Exception:  # noqa: BLE001, S110 - a machine without a working triton: the build says so
+            pass
+        torch.seed()  # torch's global generators: unpredictable, and nothing of the judge's
+
+    # -- the loop ------------------------------------------------------------------------------
+    def serve(self) -> None:
+        handlers = {"build": self.build, "arena": self.map_arena, "call": self.call, "time": self.prepare_timing,
+                    "rep": self.rep, "collect": self.collect, "profile": self.profile}
+        wire.send(self.sock, {"event": "ready", "sandbox": self.box.record()})
+        while True:
+            try:
+                msg, fds = wire.recv(self.sock, max_fds=1)
+            except wire.WireError:
+                return
+            op = msg.get("op")
+            if op == "exit":
+                return
+            try:
+                reply = handlers[op](msg, fds)
+            except BaseException:  # noqa: BLE001 - the harness's own failure here: reported as such
+                reply = {"harness_error": traceback.format_exc()[-3000:]}
+            reply["id"] = msg.get("id")
+            wire.send(self.sock, reply)
+
+    def _take_device(self) -> None:
+        """CUDA only once a job needs it: a spare that never gets a candidate costs no context."""
+        if self.device_ready or not self.on_gpu:
+            return
+        import torch
+
+        from kernelcraft.measure import _cudart
+
+        torch.cuda.set_device(0)  # the one GPU this process sees
+        # No persisting-L2 carve-out in this process: data kept resident across the timer's L2 flush
+        # would make a kernel look faster than it is when called once.
+        _cudart.disable_persisting_l2()
+        self.device_ready = True
+
+    # -- requests ------------------------------------------------------------------------------
+    def build(self, msg: dict, fds: list[int]) -> dict:
+        from kernelcraft.runner import checks
+        from kernelcraft.solution.build import BuildError, CannotRun, build
+        from kernelcraft.solution.model import Solution
+
+        solution = Solution.model_validate(msg["solution"])
+        self.dps = solution.spec.destination_passing_style
+        self.language = solution.spec.language
+        self.input_names, self.output_names = msg["inputs"], msg["outputs"]
+        self._take_device()
+        self.tamper = checks.TamperSnapshot()
+        threads = checks.python_threads()
+        workdir = self.box.scratch / "build"
+        workdir.mkdir(exist_ok=True)
+        try:
+            self.fn = build(solution, self.device, workdir)
+        except BuildError as e:
+            return {"status": "COMPILE_ERROR", "reason": str(e)}
+        except CannotRun as e:
+            return {"status": "SKIPPED", "reason": str(e)}
+        tampered = self.tamper.reason()
+        if not tampered and checks.python_threads() > threads:
+            # A thread left by the import could launch GPU work while this process waits for the GPU,
+            # i.e. while another candidate is timed there.
+            tampered = f"[threads] the import left {checks.python_threads() - threads} Python thread(s) running"
+        if tampered:
+            return {"status": "REJECTED", "reason": "on import: " + tampered}
+        return {"status": "PASSED", "reason": ""}
+
+    def map_arena(self, msg: dict, fds: list[int]) -> dict:
+        from kernelcraft.runner.shared import Slot, open_arena
+
+        if len(fds) != 1:
+            return {"harness_error": f"an arena request came with {len(fds)} descriptors"}
+        if self.arena is not None:
+            self._sync()
+            self.arena.close()
+            self.arena = None
+        self.timed = self.last = None
+        self.arena = open_arena(self.device, int(msg["size"]), fds[0])
+        self.arg_spec = msg["inputs"]
+        self.out_slots = [Slot.from_json(o["slot"]) if "slot" in o else None for o in msg["outputs"]]
+        self.out_views = [self.arena.view(s) if s is not None else None for s in self.out_slots]
+        return {}
+
+    def _args(self) -> list[Any]:
+        """Fresh tensor objects each call (views of the same memory): nothing the candidate kept of a
+        previous call's arguments is one of this call's."""
+        from kernelcraft.runner.shared import Slot
+
+        return [self.arena.view(Slot.from_json(a["slot"])) if "slot" in a else a["value"] for a in self.arg_spec]
+
+    def _sync(self) -> None:
+        if self.on_gpu:
+            import torch
+
+            torch.cuda.synchronize()
+
+    def _invoke(self, args: list[Any]) -> list[Any]:
+        if self.dps:
+            outs = [v for v in self.out_views if v is not None]
+            self.fn(*args, *outs)
+            return list(self.out_views)
+        return normalize(self.fn(*args), self.output_names)
+
+    def _store(self, outputs: list[Any]) -> list[dict]:
+        """Each output into its arena slot when it is a tensor of the slot's shape and dtype (the
+        judge compares only what is there); what each output was, for the judge's shape checks."""
+        import torch
+
+        from kernelcraft.runner.shared import dtype_name
+
+        desc = []
+        for out, slot, view in zip(outputs, self.out_slots, self.out_views, strict=True):
+            if isinstance(out, torch.Tensor):
+                d = {"shape": list(out.shape), "dtype": dtype_name(out.dtype), "device": out.device.type}
+                if slot is not None and tuple(out.shape) == slot.shape and d["dtype"] == slot.dtype \
+                        and out.device.type == view.device.type:
+                    if out.data_ptr() != view.data_ptr():
+                        view.copy_(out)
+                    d["stored"] = True
+                elif slot is None and out.numel() == 1:
+                    d["value"] = out.item()
+                desc.append(d)
+            elif isinstance(out, bool | int | float):
+                desc.append({"value": out})
+            else:
+                desc.append({"type": type(out).__name__})
+        self._sync()
+        return desc
+
+    def call(self, msg: dict, fds: list[int]) -> dict:
+        import torch
+
+        from kernelcraft.runner import checks
+        from kernelcraft.runner.shared import dtype_of
+        from kernelcraft.solution._traceback import candidate_traceback
+
+        self.release = bool(msg.get("release"))
+        args = self._args()
+        if msg.get("poison", True):
+            checks.poison_allocator([(s.shape, dtype_of(s.dtype)) for s in self.out_slots if s is not None],
+                                    self.device)
+        threads, native = checks.python_threads(), checks.native_threads()
+        checks.launches["triton"] = 0
+        audit = checks.OpAudit()
+        installed = True
+        try:
+            with audit:
+                outputs = self._invoke(args)
+                installed = checks.audit_installed()
+            self._sync()
+        except BaseException as e:  # noqa: BLE001 - whatever the candidate raises is its verdict
+            self.release = False
+            names = {c.__name__ for c in type(e).__mro__}
+            compile_error = bool(names & {"CompilationError", "CompileTimeAssertionFailure",
+                                          "UnsupportedLanguageConstruct"})
+            return {"error": candidate_traceback(e), "compile_error": compile_error}
+        finally:
+            self.release = False
+        finding = self.tamper.reason() if self.tamper is not None else ""
+        if not finding and not installed:
+            finding = ("[audit-tamper] the op audit's dispatch mode was no longer installed after the call "
+                       "(popped or disabled by the candidate)")
+        if not finding:
+            tensors = [a for a in args if isinstance(a, torch.Tensor)]
+            names = [n for n, a in zip(self.input_names, args, strict=False) if isinstance(a, torch.Tensor)]
+            if not self.dps:
+                finding = checks.check_outputs(outputs, self.output_names, tensors, names)
+        self.last = outputs
+        return {"outputs": self._store(outputs), "ops": audit.ops, "finding": finding,
+                "threads": [threads, checks.python_threads()], "native_threads": [native, checks.native_threads()],
+                "launches": dict(checks.launches)}
+
+    def prepare_timing(self, msg: dict, fds: list[int]) -> dict:
+        from kernelcraft.measure.timing import capture, clock_for
+        from kernelcraft.solution._traceback import candidate_traceback
+
+        args = self._args()
+        fn = (lambda: self.fn(*args, *[v for v in self.out_views if v is not None])) if self.dps \
+            else (lambda: self.fn(*args))
+        try:
+            for _ in range(int(msg.get("warmup", 3))):
+                fn()
+            self._sync()
+            graph, returned, error = None, None, ""
+            if self.on_gpu and msg.get("graphs", True):
+                graph, returned, error = capture(fn, "cuda")
+        except BaseException as e:  # noqa: BLE001
+            return {"error": candidate_traceback(e)}
+        if graph is not None:
+            from kernelcraft.measure.timing import replay
+
+            self.timed = (lambda g=graph: replay(g), graph, returned)
+        else:
+            self.timed = (fn, None, None)
+        self.clock = clock_for(self.device)
+        return {"graph": graph is not None, "graph_error": error}
+
+    def rep(self, msg: dict, fds: list[int]) -> dict:
+        from kernelcraft.solution._traceback import candidate_traceback
+
+        fn = self.timed[0]
+        try:
+            order = [("noop", lambda: None), ("candidate", fn)]
+            if not msg.get("noop_first"):
+                order.reverse()
+            for name, f in order:
+                self.clock.run(name, f, 0)
+            got = dict(self.clock.collect())
+        except BaseException as e:  # noqa: BLE001
+            return {"error": candidate_traceback(e)}
+        tails = {n: t[-1] for n, t in self.clock.tails.items()} if self.clock.tails else {}
+        return {"ms": got["candidate"], "noop_ms": got["noop"], "tail_ms": tails.get("candidate"),
+                "noop_tail_ms": tails.get("noop")}
+
+    def collect(self, msg: dict, fds: list[int]) -> dict:
+        _, graph, returned = self.timed
+        if self.dps:
+            outputs = list(self.out_views)
+        elif graph is not None:
+            outputs = normalize(returned, self.output_names)
+        else:
+            # an eager timed call's result is gone; the judge checks what a call now returns
+            outputs = self._invoke(self._args())
+        return {"outputs": self._store(outputs)}
+
+    def profile(self, msg: dict, fds: list[int]) -> dict:
+        import torch
+
+        from kernelcraft.measure import _cudart
+        from kernelcraft.measure.timing import clock_for
+
+        clock = clock_for(self.device)
+        for _ in range(int(msg.get("calls", 3))):
+            clock.flush()
+            _cudart.profiler_start()
+            self._invoke(self._args())
+            torch.cuda.synchronize()
+            _cudart.profiler_stop()
+        return {}
+
+    # -- Triton compiles in the middle of a check give the GPU slot up -----------------------------
+    def _release_compiles(self) -> None:
+        """A kernel compiled during a ``call`` (Triton compiles at a kernel's first launch with new
+        specializations) is CPU work: the judge may give this job's shared hold on the GPU up for it
+        and take it back before the launch. On the H200 one large tile of the silu_mul tuner's space
+        compiled for ~14 CPU-s inside a check (results/h200x2/history/scale_80_given_bd98a4b.json,
+        job 76), holding back every timing of its lane."""
+        import functools
+
+        from triton.runtime import jit
+
+        original = getattr(jit.JITFunction, "_do_compile", None)
+        if original is None:
+            return
+        runner = self
+
+        @functools.wraps(original)
+        def _do_compile(self, *args, **kwargs):
+            import torch
+
+            if not runner.release or torch.cuda.is_current_stream_capturing():
+                return original(self, *args, **kwargs)
+            torch.cuda.synchronize()
+            wire.send(runner.sock, {"event": "compiling"})
+            try:
+                return original(self, *args, **kwargs)
+            finally:
+                wire.send(runner.sock, {"event": "compiled"})
+                msg, _ = wire.recv(runner.sock)
+                if msg.get("op") != "resume":
+                    os._exit(1)  # the judge ended this job: no GPU work without its hold
+
+        jit.JITFunction._do_compile = _do_compile
