@@ -108,7 +108,9 @@ def eval_cmd(
     device: Annotated[str, typer.Option(help="cpu, cuda, cuda:N, or auto (cuda when visible)")] = "auto",
     json_path: Annotated[Path | None, typer.Option("--json", help="write the evaluation record here")] = None,
     seed: Annotated[int | None, typer.Option(help="replay the inputs of an earlier run (its recorded seed)")] = None,
-    with_compile: Annotated[bool, typer.Option("--with-compile", help="add a row: the reference under torch.compile")] = False,
+    with_compile: Annotated[bool, typer.Option("--with-compile", help="add a row: the reference under torch.compile, one graph per shape (on by default with peers)")] = False,
+    compile_mode: Annotated[list[str] | None, typer.Option("--compile-mode", help="torch.compile rows to add, repeatable: default, max-autotune-no-cudagraphs, reduce-overhead, max-autotune, or dynamic (one graph with symbolic sizes: the weak old row)")] = None,
+    peers: Annotated[bool | None, typer.Option("--peers/--no-peers", help="time the task's peers (peers/*.py) and torch.compile in the same run; default: on for cuda, off for cpu")] = None,
     with_baseline: Annotated[bool, typer.Option("--with-baseline", help="add the baseline row also when SOLUTIONS are named")] = False,
     workload: Annotated[list[str] | None, typer.Option(help="only workloads whose uuid starts with this (repeatable)")] = None,
     timeout: Annotated[float | None, typer.Option(help="seconds allowed per workload phase (default: the contract's)")] = None,
@@ -125,29 +127,36 @@ def eval_cmd(
     no_overlap: Annotated[bool, typer.Option("--no-overlap", help=OVERLAP_HELP)] = False,
 ) -> None:
     """Run the gauntlet on solutions of a task and print (and optionally record) the verdicts."""
-    from kernelcraft.gauntlet import Options, baseline_solution, compile_solution, evaluate
+    from kernelcraft.gauntlet import Options, baseline_solution, evaluate
+    from kernelcraft.gauntlet.evaluate import COMPILE_MODES, compile_entry, peer_entries
     from kernelcraft.solution.model import load_solution
     from kernelcraft.task.loader import load_task
 
+    dev = _device(device)
+    bad_modes = [m for m in compile_mode or [] if m not in COMPILE_MODES]
+    if bad_modes:
+        err.print(f"[red]error[/]: --compile-mode {escape(bad_modes[0])}: use one of {', '.join(COMPILE_MODES)}",
+                  highlight=False)
+        raise typer.Exit(2)
+    with_peers = dev.startswith("cuda") if peers is None else peers
     try:
         task = load_task(task_dir)
         if workload:
             for prefix in workload:
                 task.workload(prefix)
-        entries = []
+        # Trusted rows first: each candidate's record is compared with every one measured before it.
+        entries: list[tuple] = []
         if not solutions or with_baseline:
             entries.append(("baseline", baseline_solution(task), str(task.baseline_path)))
-        if not solutions:
-            paths = task.solution_paths()
-        else:
-            paths = solutions
+        modes = list(dict.fromkeys(compile_mode or ([] if not (with_compile or with_peers) else ["default"])))
+        entries += [compile_entry(task, m) for m in modes]
+        if with_peers:
+            entries += peer_entries(task)
+        paths = task.solution_paths() if not solutions else solutions
         for p in paths:
             entries.append(("candidate", load_solution(p, task.definition.name), str(p)))
-        if with_compile:
-            entries.append(("torch.compile", compile_solution(task), "definition.json:reference"))
     except InputError as e:
         _fail_input(e)
-    dev = _device(device)
     tools: tuple[str, ...] = ()
     if sanitize:
         from kernelcraft.gauntlet.sanitize import TOOLS, SanitizerUnavailable, find_sanitizer
@@ -728,12 +737,15 @@ def _fmt(x: float | None, spec: str = ".3f") -> str:
 def _print_report(report) -> None:
     method = "cpu-wall" if not report.device.startswith("cuda") else "cuda events, L2 flushed"
     t = Table(title=f"{report.task} on {report.environment['hardware']} (seed {report.seed})")
-    for col in ("solution", "status", "gate", "x baseline", "x reference", "workloads"):
+    for col in ("solution", "status", "gate", "x best peer", "x baseline", "x reference", "workloads"):
         t.add_column(col)
     colors = {"PASSED": "green", "SKIPPED": "yellow"}
     for s in report.solutions:
         ok = sum(w.status == "PASSED" for w in s.workloads)
-        t.add_row(s.name, f"[{colors.get(s.status, 'red')}]{s.status}[/]", s.gate or "",
+        best = _fmt(s.speedup_vs_best_peer, ".2f")
+        if s.best_peers:
+            best += f" ({', '.join(s.best_peers)})"
+        t.add_row(s.name, f"[{colors.get(s.status, 'red')}]{s.status}[/]", s.gate or "", best,
                   _fmt(s.speedup_vs_baseline, ".2f"), _fmt(s.speedup_vs_reference, ".2f"), f"{ok}/{len(s.workloads)}")
     console.print(t)
     lat = Table(title=f"median latency, ms ({method})")

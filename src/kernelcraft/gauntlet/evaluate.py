@@ -64,13 +64,39 @@ def baseline_solution(task: Task) -> Solution:
     return pack_python_file(task.baseline_path, task.definition.name, name="baseline", author="task")
 
 
-def compile_solution(task: Task) -> Solution:
+COMPILE_MODES = ("default", "max-autotune-no-cudagraphs", "reduce-overhead", "max-autotune", "dynamic")
+
+
+def compile_solution(task: Task, mode: str = "default") -> Solution:
+    """The reference under torch.compile: one graph per workload shape (``dynamic=False``), in
+    ``mode``; ``dynamic`` is the old behaviour, one graph with symbolic sizes for every shape."""
+    name = "torch.compile" if mode == "default" else f"torch.compile({mode})"
     return Solution(
-        name="torch.compile", definition=task.definition.name, author="torch",
+        name=name, definition=task.definition.name, author="torch",
         spec=BuildSpec(language="python", entry_point="reference.py::run", destination_passing_style=False),
         sources=[SourceFile(path="reference.py", content=task.definition.reference)],
-        description="the definition's reference under torch.compile",
+        description=f"the definition's reference under torch.compile (mode {mode})",
     )
+
+
+def compile_entry(task: Task, mode: str = "default") -> tuple[str, Solution, str, dict]:
+    options = {"compile_dynamic": True} if mode == "dynamic" else \
+        {"compile_mode": None if mode == "default" else mode}
+    return "torch.compile", compile_solution(task, mode), "definition.json:reference", options
+
+
+def peer_entries(task: Task) -> list[tuple[str, Solution, str, dict]]:
+    """One row per ``peers/*.py`` of the task (whether it can run here is the worker's to say)."""
+    from kernelcraft.task.peers import read_specs
+
+    out = []
+    for spec in read_specs(task.root):
+        sol = pack_python_file(spec.path, task.definition.name, name=spec.row, author=spec.library)
+        out.append(("peer", sol, str(spec.path), {"peer": spec.name}))
+    return out
+
+
+TRUSTED_ROLES = ("baseline", "torch.compile", "peer")
 
 
 def evaluate(task: Task, entries: list[tuple[str, Solution, str]], opts: Options,
@@ -84,8 +110,9 @@ def evaluate(task: Task, entries: list[tuple[str, Solution, str]], opts: Options
     report, cal = new_report(task, opts, seed, on_progress)
     results: dict[int, SolutionResult] = {}
     preps: dict[int, Prepared] = {}
-    for i, (role, sol, path) in enumerate(entries):
-        prep = prepare(task, role, sol, path, seed, opts)
+    for i, entry in enumerate(entries):
+        role, sol, path = entry[:3]
+        prep = prepare(task, role, sol, path, seed, opts, entry[3] if len(entry) > 3 else None)
         if prep.job is None:
             results[i] = prep.res
         else:
@@ -96,8 +123,10 @@ def evaluate(task: Task, entries: list[tuple[str, Solution, str]], opts: Options
             report.executor = ex.describe()
             for i, prep in preps.items():
                 ex.submit(i, prep.job, *prep.timeouts)
-        for _, res in drain(ex, preps, task, cal, len(entries), results,
+        for i, res in drain(ex, preps, task, cal, len(entries), results,
                             on_start=lambda i: on_progress and on_progress(entries[i][1].name, "start")):
+            if entries[i][0] not in TRUSTED_ROLES:
+                compare_with_peers(res, report.solutions, task)
             report.solutions.append(res)
             if on_progress:
                 on_progress(res.name, res.status)
@@ -112,7 +141,7 @@ def evaluate(task: Task, entries: list[tuple[str, Solution, str]], opts: Options
     if opts.sanitize:
         # After every job: compute-sanitizer's runs are GPU work, and nothing may share a GPU with a
         # candidate being timed.
-        for res, (role, sol, _) in zip(report.solutions, entries, strict=True):
+        for res, (role, sol, *_) in zip(report.solutions, entries, strict=True):
             if role == "candidate" and res.status == "PASSED":
                 if on_progress:
                     on_progress(f"{sol.name} under compute-sanitizer", "start")
@@ -172,7 +201,16 @@ def drain(ex: Executor | None, preps: dict, task: Task, cal: Calibration | None,
             if on_start:
                 on_start(ev.key)
             continue
-        done[ev.key] = preps.pop(ev.key).finish(ev, task, cal)
+        prep = preps.pop(ev.key)
+        try:
+            done[ev.key] = prep.finish(ev, task, cal)
+        except Exception:  # noqa: BLE001 - one solution's broken outcome never costs the others theirs
+            import traceback
+
+            prep.res.status, prep.res.gate = "RUNTIME_ERROR", "build"
+            prep.res.reason = ("harness error while recording this solution (not its verdict):\n"
+                               + traceback.format_exc()[-2000:])
+            done[ev.key] = prep.res
 
 
 @dataclass
@@ -192,6 +230,11 @@ class Prepared:
         t0 = self.started or time.monotonic()
         _apply(self.res, self.by_uuid, done.outcome, task, cal, self.role)
         self.res.worker, self.res.attempts, self.res.retried = done.worker, done.attempts, list(done.retried)
+        meta = done.outcome.meta
+        if isinstance(meta.get("sandbox"), dict):
+            self.res.sandbox = meta["sandbox"]
+        if isinstance(meta.get("implementation"), dict):
+            self.res.implementation = meta["implementation"]
         self.res.phases_s = {k: round(v, 3) for k, v in done.outcome.phases_s.items()}
         self.res.phases_cpu_s = {k: round(v, 3) for k, v in done.outcome.phases_cpu_s.items()}
         self.res.worker_cpu_s = None if done.outcome.cpu_s is None else round(done.outcome.cpu_s, 3)
@@ -201,9 +244,10 @@ class Prepared:
         return self.res
 
 
-def prepare(task: Task, role: str, sol: Solution, path: str, seed: int, opts: Options) -> Prepared:
+def prepare(task: Task, role: str, sol: Solution, path: str, seed: int, opts: Options,
+            options: dict | None = None) -> Prepared:
     res = SolutionResult(
-        name=sol.name, status="PASSED", author=sol.author, language=sol.spec.language,
+        name=sol.name, status="PASSED", role=role, author=sol.author, language=sol.spec.language,
         entry_point=sol.spec.entry_point, destination_passing_style=sol.spec.destination_passing_style,
         source_hash=sol.source_hash, path=path,
     )
@@ -246,9 +290,11 @@ def prepare(task: Task, role: str, sol: Solution, path: str, seed: int, opts: Op
                    seed=seed, workload_uuids=[w.uuid for w in runnable],
                    log_path=str(Path(prep.logdir.name) / "worker.log"),
                    time_it=opts.time_it, timing=opts.timing or {},
-                   holdouts=[h.model_dump(mode="json") for h in holdouts])
+                   holdouts=[h.model_dump(mode="json") for h in holdouts], options=dict(options or {}))
     prep.timeouts = (opts.build_timeout_s or limits.build_timeout_s,
                      opts.workload_timeout_s or limits.workload_timeout_s)
+    # The judge's own deadlines for its runner's replies sit inside the pool's for the judge's phases.
+    prep.job.build_timeout_s, prep.job.workload_timeout_s = prep.timeouts[0] * 0.95, prep.timeouts[1] * 0.95
     return prep
 
 
@@ -293,6 +339,11 @@ def _apply(res: SolutionResult, by_uuid: dict[str, WorkloadResult], out: JobOutc
         _stop(res, status, "integrity" if status == "REJECTED" else "build", reason, f"not run: {'build failed' if status == 'COMPILE_ERROR' else reason}")
         return
     failed: tuple[str, str, str, str] | None = None  # (status, gate, uuid, reason)
+    unplanned = [u for u in out.workloads if u not in by_uuid]
+    if unplanned:
+        _stop(res, "RUNTIME_ERROR", "build", f"harness error: a result for workload {unplanned[0][:60]!r}, "
+              "which this evaluation never planned", "not run")
+        return
     for uuid, gates in out.workloads.items():
         w = by_uuid[uuid]
         corr = gates.get("correctness", {}) or gates.get("generalization", {})
@@ -349,7 +400,42 @@ def _apply(res: SolutionResult, by_uuid: dict[str, WorkloadResult], out: JobOutc
         return
     if skipped:
         res.reason = f"{len(ran)} of {len(res.workloads)} workloads evaluated; {len(skipped)} skipped"
-    res.promotable = (
+    res.promotable = role == "candidate" and (
         not skipped and res.speedup_vs_baseline is not None
         and res.speedup_vs_baseline >= task.contract.promotion.min_speedup_vs_baseline
     )
+
+
+def compare_with_peers(res: SolutionResult, earlier: list[SolutionResult], task: Task) -> None:
+    """Per workload the fastest trusted row measured in this run (the baseline, torch.compile, every
+    peer that ran: what a user could run instead) and the candidate's speedup over it; per solution
+    their weighted geometric mean. With the contract's ``min_speedup_vs_best_peer``, promotion also
+    needs that (and a peer measured at every timed workload)."""
+    trusted = [r for r in earlier if r.role in TRUSTED_ROLES]
+    best: dict[str, tuple[str, float]] = {}
+    for r in trusted:
+        for w in r.workloads:
+            if w.status == "PASSED" and w.latency_ms and (w.uuid not in best or w.latency_ms < best[w.uuid][1]):
+                best[w.uuid] = (r.name, w.latency_ms)
+    speedups, weights = [], []
+    for w in res.workloads:
+        if w.uuid in best and w.latency_ms and w.status == "PASSED":
+            w.best_peer, w.best_peer_latency_ms = best[w.uuid]
+            w.speedup_vs_best_peer = w.best_peer_latency_ms / w.latency_ms
+            speedups.append(w.speedup_vs_best_peer)
+            weights.append(task.contract.weight(w.uuid))
+    res.speedup_vs_best_peer = weighted_geomean(speedups, weights)
+    res.best_peers = sorted({w.best_peer for w in res.workloads if w.best_peer})
+    res.peers_unavailable = [f"{r.name}: {r.reason}" for r in trusted if r.status == "SKIPPED" and r.role == "peer"]
+    need = task.contract.promotion.min_speedup_vs_best_peer
+    if need is not None and res.promotable:
+        timed = [w for w in res.workloads if w.latency_ms]
+        if any(w.best_peer is None for w in timed):
+            res.promotable = False
+            res.reason = (res.reason + "; " if res.reason else "") + (
+                "not promotable: the contract asks to beat the best peer, and no peer was measured at "
+                f"{sum(w.best_peer is None for w in timed)} timed workload(s)")
+        elif res.speedup_vs_best_peer is None or res.speedup_vs_best_peer < need:
+            res.promotable = False
+            res.reason = (res.reason + "; " if res.reason else "") + (
+                f"not promotable: {res.speedup_vs_best_peer or 0:.3f}x the best peer, the contract asks {need:g}x")

@@ -115,10 +115,14 @@ class Subject:
 class LocalSubject(Subject):
     """A trusted function of this process (baseline, torch.compile, a peer, a reference)."""
 
-    def __init__(self, fn: Callable, judge: Judge, dps: bool = False):
-        self.fn, self.judge, self.dps = fn, judge, dps
+    def __init__(self, fn: Callable, judge: Judge, dps: bool = False, prepare: Callable[..., tuple] | None = None):
+        self.fn, self.judge, self.dps, self.prepare = fn, judge, dps, prepare
         self.args: list[Any] = []
         self.axes: dict[str, int] = {}
+
+    def _arguments(self) -> tuple:
+        """A peer's ``prepare`` (a workspace, a weight layout a deployment keeps) runs outside timing."""
+        return tuple(self.prepare(*self.args)) if self.prepare is not None else tuple(self.args)
 
     def place(self, inputs: list[Any], axes: dict[str, int]) -> None:
         self.args, self.axes = _clone(inputs), axes
@@ -128,22 +132,24 @@ class LocalSubject(Subject):
 
     def call(self, warm: bool = False) -> Called:
         try:
+            args = self._arguments()
             if self.dps:
                 outs = self.judge.alloc_outputs(self.axes)
-                self.fn(*self.args, *outs)
+                self.fn(*args, *outs)
                 out = outs
             else:
-                out = normalize_outputs(self.fn(*self.args), self.judge.d)
+                out = normalize_outputs(self.fn(*args), self.judge.d)
             self.judge.sync()
         except BaseException as e:  # noqa: BLE001 - a trusted row that raises is that row's verdict
             return Called(error=candidate_traceback(e), compile_error=_is_compile_error(e))
         return Called(outputs=out)
 
     def timed(self) -> Callable[[], object]:
+        args = self._arguments()
         if self.dps:
             outs = self.judge.alloc_outputs(self.axes)
-            return lambda: self.fn(*self.args, *outs)
-        return lambda: self.fn(*self.args)
+            return lambda: self.fn(*args, *outs)
+        return lambda: self.fn(*args)
 
 
 class RemoteSubject(Subject):

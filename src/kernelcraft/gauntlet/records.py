@@ -40,13 +40,22 @@ class WorkloadResult(_Record):
     timing: dict | None = None  # the candidate's full Timing (percentiles, reps, method)
     floor_ms: float | None = None  # the device's speed of light for this workload's bytes/FLOPs (calibrated)
     sol: float | None = None  # fraction of the speed of light reached: floor_ms / latency_ms
+    # the fastest trusted row of this run at this workload (baseline, torch.compile, a peer: what a user
+    # could run instead), its latency, and best_peer_latency_ms / latency_ms: the headline
+    best_peer: str | None = None
+    best_peer_latency_ms: float | None = None
+    speedup_vs_best_peer: float | None = None
 
 
 class SolutionResult(_Record):
     name: str
     status: Status
+    role: str = "candidate"  # candidate, baseline, torch.compile or peer (trusted rows: the last three)
     gate: Gate | None = None  # the gate that stopped the candidate; None when PASSED
     reason: str = ""
+    speedup_vs_best_peer: float | None = None  # weighted geometric mean over workloads with a best peer
+    best_peers: list[str] = Field(default_factory=list)  # the rows that were fastest at some workload
+    peers_unavailable: list[str] = Field(default_factory=list)  # peer rows SKIPPED in this run, and why
     speedup_vs_baseline: float | None = None  # weighted geometric mean over timed workloads
     speedup_vs_reference: float | None = None
     promotable: bool = False  # PASSED and the contract's promotion rule holds (approval, if required, comes later)
@@ -68,6 +77,8 @@ class SolutionResult(_Record):
     phases_cpu_s: dict[str, float] = Field(default_factory=dict)
     worker_cpu_s: float | None = None
     sanitize: dict | None = None  # eval --sanitize: compute-sanitizer per tool (errors, excerpt, shapes)
+    sandbox: dict | None = None  # the candidate's runner: protections that held / were degraded on this host
+    implementation: dict | None = None  # a trusted row's library and version (peers, torch.compile's mode)
 
 
 class EvalReport(_Record):

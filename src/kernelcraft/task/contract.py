@@ -126,6 +126,8 @@ class TimingPolicy(_Strict):
 
 class Promotion(_Strict):
     min_speedup_vs_baseline: float = Field(default=1.0, gt=0)
+    # also beat the fastest trusted row of the run (torch.compile, every peer) by this factor; None: not asked
+    min_speedup_vs_best_peer: float | None = Field(default=None, gt=0)
     require_approval: bool = False  # promote only what a person approved (`kernelcraft approve`)
 
 

@@ -256,12 +256,13 @@ def _load_baseline(path: Path):
         return None, f"baseline.py could not be imported: {candidate_traceback(e)}"
 
 
-def _trusted_fn(job: Job, task, reference, baseline):
-    """The function of a trusted row: the baseline, the reference under torch.compile, or a peer."""
+def _trusted_fn(job: Job, task, reference, baseline) -> tuple:
+    """(function, prepare or None, what the record says of it) of a trusted row: the baseline, the
+    reference under torch.compile, or a peer."""
     import torch
 
     if job.role == "baseline":
-        return baseline
+        return baseline, None, {}
     if job.role == "torch.compile":
         import torch._dynamo
 
@@ -271,12 +272,14 @@ def _trusted_fn(job: Job, task, reference, baseline):
         if hasattr(torch._dynamo.config, "recompile_limit"):
             torch._dynamo.config.recompile_limit = max(torch._dynamo.config.recompile_limit, 256)
         mode = job.options.get("compile_mode") or None
-        dynamic = job.options.get("compile_dynamic", False)
-        return torch.compile(reference, dynamic=dynamic, mode=mode)
+        dynamic = bool(job.options.get("compile_dynamic", False))
+        info = {"library": "torch", "version": torch.__version__, "mode": mode or "default", "dynamic": dynamic}
+        return torch.compile(reference, dynamic=dynamic, mode=mode), None, info
     if job.role == "peer":
         from kernelcraft.task.peers import load_peer
 
-        return load_peer(task, job.options["peer"]).callable()
+        peer = load_peer(task.root, job.options["peer"], job.device)
+        return peer.run, peer.prepare, peer.info
     raise ValueError(f"no trusted function for role {job.role!r}")
 
 
@@ -330,6 +333,7 @@ def _run(conn, job: Job, runner) -> None:
         except Refused as e:
             send(conn, "build", e.status if e.status != "TIMEOUT" else "TIMEOUT", e.reason)
             return
+        send(conn, "meta", {"sandbox": runner.sandbox})
         if built.status != "PASSED":
             send(conn, "build", built.status, built.reason)
             return
@@ -338,10 +342,17 @@ def _run(conn, job: Job, runner) -> None:
             runner.close()
             runner = None
         try:
-            fn = _trusted_fn(job, task, reference, baseline)
-        except BaseException as e:  # noqa: BLE001 - a peer that cannot load here is SKIPPED, with why
-            send(conn, "build", "SKIPPED", f"{type(e).__name__}: {e}")
+            fn, prepare, info = _trusted_fn(job, task, reference, baseline)
+        except LookupError as e:  # a peer whose library or device is missing here: SKIPPED, saying why
+            send(conn, "build", "SKIPPED", str(e))
             return
+        except BaseException as e:  # noqa: BLE001 - a peer that cannot load here is SKIPPED, with why
+            from kernelcraft.solution._traceback import candidate_traceback
+
+            send(conn, "build", "SKIPPED", f"could not be loaded: {candidate_traceback(e)}")
+            return
+        if info:
+            send(conn, "meta", {"implementation": info})
         subject = None
     send(conn, "build", "PASSED", "")
     if not slot.share():
@@ -350,7 +361,7 @@ def _run(conn, job: Job, runner) -> None:
         _take_device(job.device)
     judge = Judge(task, None, reference, baseline, job.device, job.seed, job.role, solution.spec.language)
     if subject is None:
-        subject = LocalSubject(fn, judge, dps=False)
+        subject = LocalSubject(fn, judge, dps=False, prepare=prepare)
     else:
         subject.judge = judge
         subject.release = job.gpu_slot and on_gpu

@@ -239,6 +239,9 @@ class JobOutcome:
     # process that runs candidate code: a diagnostic, never part of a verdict.
     cpu_s: float | None = None
     phases_cpu_s: dict[str, float] = field(default_factory=dict)
+    # what the judge says of the job: the runner's sandbox (which protections held), a trusted
+    # row's implementation (library and version)
+    meta: dict = field(default_factory=dict)
 
 
 def _log_tail(path: str, n: int = 2500) -> str:
@@ -292,6 +295,10 @@ def _out_of_protocol(msg: tuple, phase: tuple[str, str | None], answered: set) -
         answered.discard(("holding", None))
         return ""
     elif kind in ("phase", "fatal", "done"):
+        return ""
+    elif kind == "meta":
+        if len(msg) != 2 or not isinstance(msg[1], dict):
+            return "a malformed meta message arrived"
         return ""
     else:
         return f"an unknown message {str(msg)[:80]!r} arrived"
@@ -402,6 +409,8 @@ def run_job(job: Job, build_timeout_s: float, workload_timeout_s: float, spare_n
                     end_shared()
             elif kind == "workload":
                 out.workloads.setdefault(msg[2], {})[msg[1]] = msg[3]
+            elif kind == "meta":
+                out.meta.update(msg[1])
             elif kind == "fatal":
                 out.died_status, out.died_phase = "RUNTIME_ERROR", phase
                 out.died = f"harness error in the worker (not the candidate's verdict):\n{msg[1]}"
