@@ -99,12 +99,12 @@ def main() -> None:
     import torch
 
     record["imports"]["torch"] = clock.lap()
-    import kernelcraft.gauntlet.runner  # noqa: F401
+    import kernelcraft.gauntlet.judge  # noqa: F401
     import kernelcraft.solution.build  # noqa: F401
     import kernelcraft.task.loader  # noqa: F401
 
     record["imports"]["kernelcraft"] = clock.lap()
-    from kernelcraft.gauntlet.integrity import prime_dispatch_modes
+    from kernelcraft.runner.checks import prime_dispatch_modes
 
     prime_dispatch_modes()
     record["imports"]["prime_dispatch_modes (torch._dynamo)"] = clock.lap()

@@ -107,7 +107,7 @@ def test_tamper_snapshot_sees_replaced_functions(monkeypatch):
 
     import torch
 
-    from kernelcraft.gauntlet.integrity import TamperSnapshot
+    from kernelcraft.runner.checks import TamperSnapshot
 
     snap = TamperSnapshot()
     assert snap.changed() == []

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import time
+from pathlib import Path
 
 import pytest
 
@@ -76,15 +77,12 @@ def test_a_two_job_lane_keeps_two_spares_and_prestart_waits_until_they_are_warm(
 
 # -- the template workers are forked from, and what a worker may send ---------------------------------
 
-MARKER_SOLUTION = '''
+MARKER_BASELINE = '''
 import os
-import time
-
-import pytest
 from pathlib import Path
 
-# at import, in the worker: which environment and which parent it has, and how many objects it
-# inherited frozen (out of the collector's reach)
+# at import, in the worker (the judge: a task's baseline is trusted code and runs there): which
+# environment and which parent it has, and how many objects it inherited frozen
 import gc
 Path(os.environ["KC_TEST_OUT"]).write_text(os.environ.get("KC_TEST_MARKER", "") + " " + str(os.getppid())
                                            + " " + str(gc.get_freeze_count()))
@@ -117,18 +115,24 @@ def run(x, weight, eps):
 '''
 
 
-def _job(tmp_path, text: str):
+def _job(tmp_path, text: str, role: str = "candidate"):
+    import shutil
+
     from kernelcraft.solution.model import pack_python_file
     from kernelcraft.task.loader import load_task
     from kernelcraft.worker.child import Job
 
     from conftest import ROOT
 
-    task = load_task(ROOT / "tasks/rmsnorm")
+    root = ROOT / "tasks/rmsnorm"
+    if role == "baseline":
+        root = Path(shutil.copytree(root, tmp_path / "rmsnorm"))
+        (root / "baseline.py").write_text(text)
+    task = load_task(root)
     f = tmp_path / "cand.py"
     f.write_text(text)
-    sol = pack_python_file(f, task.definition.name)
-    return Job(task_root=str(task.root), solution=sol.to_json_dict(), role="candidate", device="cpu", seed=1,
+    sol = pack_python_file(task.baseline_path if role == "baseline" else f, task.definition.name)
+    return Job(task_root=str(task.root), solution=sol.to_json_dict(), role=role, device="cpu", seed=1,
                workload_uuids=[task.workloads[0].uuid], log_path=str(tmp_path / "worker.log"), time_it=False)
 
 
@@ -150,7 +154,7 @@ def test_workers_are_forked_from_the_template_and_see_the_parents_environment(mo
         _stop(proc, conn)
         monkeypatch.setenv("KC_TEST_MARKER", "set-after-the-template-started")
         monkeypatch.setenv("KC_TEST_OUT", str(tmp_path / "seen.txt"))
-        out = pool.run_job(_job(tmp_path, MARKER_SOLUTION), 120, 120)
+        out = pool.run_job(_job(tmp_path, MARKER_BASELINE, role="baseline"), 120, 120)
         marker, ppid, frozen = (tmp_path / "seen.txt").read_text().split()
         assert marker == "set-after-the-template-started"
         assert int(ppid) != os.getpid()  # forked by the template
@@ -174,13 +178,22 @@ def test_template_kind_is_fixed_and_can_be_turned_off(monkeypatch):
     assert template.context(other).get_start_method() == "spawn"  # the other kind starts cold
 
 
-def test_a_pickle_on_the_pipe_is_rejected_unread(tmp_path):
-    """Candidate code that writes a pickle to the worker's pipe: the parent decodes JSON only, so
-    the payload (which would create a file when unpickled) never runs, and the verdict names it."""
+def test_a_pickle_on_the_pipe_never_reaches_the_parent(tmp_path):
+    """Candidate code that looks for the worker's pipe to write a pickle on it: in its runner the
+    pipe's descriptor is closed (the Connection object it inherited leads nowhere), the payload
+    (which would create a file when unpickled) never runs, and the candidate does not pass."""
     marker = tmp_path / "unpickled-in-the-parent"
     out = pool.run_job(_job(tmp_path, f"MARKER = {str(marker)!r}\n" + FORGING_SOLUTION), 120, 120)
-    assert out.died_status == "REJECTED" and "[forged-result]" in out.died, out.died
     assert not marker.exists()
+    assert out.build is not None and out.build[0] != "PASSED", out
+    assert "Bad file descriptor" in out.build[1] or "closed" in out.build[1], out.build
+
+
+def test_forged_results_on_the_recording_pipe_are_still_refused():
+    """The recording process still refuses anything of the worker's that is not an answer to the
+    phase it announced (defence in depth: the worker is the trusted judge now)."""
+    assert "unknown message" in pool._out_of_protocol(("verdict", "PASSED"), ("correctness", "u"), set())
+    assert pool.decode(b"\x80\x04not json") is None
 
 
 def test_decode_takes_only_plain_messages():
@@ -194,91 +207,94 @@ def test_decode_takes_only_plain_messages():
 
 # -- a check gives up its shared hold on the GPU while Triton compiles ------------------------------
 
+def _judge_side(sock, heard):
+    """The judge's side of the compile events, played by a thread: every ``compiled`` is answered
+    with ``resume`` (as RunnerClient.request does once its shared hold is back)."""
+    from kernelcraft.runner import wire
+
+    while True:
+        try:
+            msg, _ = wire.recv(sock)
+        except wire.WireError:
+            return
+        heard.append(msg["event"])
+        if msg["event"] == "compiled":
+            wire.send(sock, {"op": "resume"})
+
+
 def test_a_check_gives_up_the_gpu_while_a_kernel_compiles_and_takes_it_back_before_the_launch():
-    """The worker's side of the protocol over a real pipe, the parent played by a thread that grants
-    every request: a compile in the middle of a check is preceded by ("idle",) and followed by
-    ("ready",) and the grant, also when the compile fails; outside a hold nothing is sent."""
-    import multiprocessing
+    """The runner's side over a real socket: a compile in the middle of a call that may release is
+    preceded by ``compiling`` and followed by ``compiled`` and the judge's ``resume``, also when the
+    compile fails; outside such a call nothing is said."""
+    import socket
     import threading
+    import types
 
-    from kernelcraft.worker import child
+    from kernelcraft.runner.main import release_slot_while_compiling
 
-    parent, kid = multiprocessing.Pipe()
-    heard: list[tuple] = []
-
-    def parent_side() -> None:
-        while True:
-            try:
-                msg = pool.decode(parent.recv_bytes())
-            except EOFError:
-                return
-            heard.append(msg)
-            if msg == ("ready",):
-                parent.send(("go",))
-
-    t = threading.Thread(target=parent_side, daemon=True)
+    judge, mine = socket.socketpair()
+    heard: list[str] = []
+    t = threading.Thread(target=_judge_side, args=(judge, heard), daemon=True)
     t.start()
-    slot = child._Slot(kid, gated=True, on_gpu=False)
-    held_while_compiling: list[bool] = []
+    runner = types.SimpleNamespace(sock=mine, release=False)
 
     class Kernel:  # stands in for triton's JITFunction
         def _do_compile(self, key):
-            held_while_compiling.append(slot.held)
             if key == "bad":
                 raise RuntimeError("the compiler failed")
             return f"binary for {key}"
 
-    assert child.release_slot_while_compiling(slot, Kernel)
-    assert Kernel()._do_compile("before any hold") == "binary for before any hold"  # the build: no hold to give up
-    assert heard == [] and held_while_compiling == [False]
-    assert slot.share()
+    assert release_slot_while_compiling(runner, Kernel)
+    assert Kernel()._do_compile("the build") == "binary for the build"  # not a releasing call: silent
+    assert heard == []
+    runner.release = True
     assert Kernel()._do_compile("k1") == "binary for k1"
-    assert slot.held  # taken back before the launch
     with pytest.raises(RuntimeError, match="compiler failed"):
         Kernel()._do_compile("bad")
-    assert slot.held  # a failed compile takes the hold back too: the candidate may go on on the GPU
-    slot.leave()
-    Kernel()._do_compile("after the check")  # e.g. a timing's compile: not a shared hold
-    kid.close()
+    runner.release = False
+    Kernel()._do_compile("a timing's compile")
+    mine.close()
     t.join(timeout=10)
-    assert heard == [("ready",), ("idle",), ("ready",), ("idle",), ("ready",), ("idle",)]
-    assert held_while_compiling == [False, False, False, False]
+    assert heard == ["compiling", "compiled", "compiling", "compiled"]
 
 
 def test_the_compile_of_this_triton_is_the_method_that_is_wrapped():
     """Triton's JITFunction compiles through ``_do_compile`` (3.4-3.9); if a Triton renames it, this
     fails here rather than the pool silently holding the GPU through compiles again."""
+    import types
+
     jit = pytest.importorskip("triton.runtime.jit", reason="triton is not installed")
-    from kernelcraft.worker import child
+    from kernelcraft.runner.main import release_slot_while_compiling
 
     class Sub(jit.JITFunction):  # wrapped on a subclass: the class every test shares stays as it is
         pass
 
-    slot = child._Slot(None, gated=False, on_gpu=False)
-    assert child.release_slot_while_compiling(slot, Sub)
+    assert release_slot_while_compiling(types.SimpleNamespace(sock=None, release=False), Sub)
     assert Sub._do_compile is not jit.JITFunction._do_compile
     assert Sub._do_compile.__wrapped__ is jit.JITFunction._do_compile
 
 
 def test_a_compile_inside_the_candidates_graph_capture_keeps_the_hold(monkeypatch):
     """While the candidate captures a CUDA graph no synchronize may run (it would break the
-    capture), so a compile there keeps the hold and sends nothing. CUDA's capture state is stood in
-    for: this machine may have no GPU."""
-    import multiprocessing
+    capture), so a compile there says nothing. CUDA's capture state is stood in for: this machine
+    may have no GPU."""
+    import socket
+    import types
 
     import torch
 
-    from kernelcraft.worker import child
+    from kernelcraft.runner.main import release_slot_while_compiling
 
-    parent, kid = multiprocessing.Pipe()
-    slot = child._Slot(kid, gated=True, on_gpu=True)
-    slot.held = True  # granted earlier: this test is about what the compile does
+    judge, mine = socket.socketpair()
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     monkeypatch.setattr(torch.cuda, "is_current_stream_capturing", lambda: True)
 
     class Kernel:
         def _do_compile(self, key):
             return key
 
-    assert child.release_slot_while_compiling(slot, Kernel)
+    assert release_slot_while_compiling(types.SimpleNamespace(sock=mine, release=True), Kernel)
     assert Kernel()._do_compile("k") == "k"
-    assert slot.held and not parent.poll(0.2)
+    judge.settimeout(0.2)
+    with pytest.raises(TimeoutError):
+        judge.recv(1)

@@ -50,6 +50,14 @@ class Options:
     sanitize: tuple[str, ...] = ()  # compute-sanitizer tools run on candidates that pass (CUDA only)
 
 
+def static_gate_off() -> bool:
+    """Tests of the run-time defences switch the static gate off to reach them with fixtures the
+    static gate would refuse first (KERNELCRAFT_TEST_NO_STATIC_GATE=1); every record says so."""
+    import os
+
+    return os.environ.get("KERNELCRAFT_TEST_NO_STATIC_GATE") == "1"
+
+
 def _skip_reason(task: Task, w: Workload, opts: Options) -> str:
     if opts.device.startswith("cuda"):
         return ""
@@ -161,6 +169,7 @@ def new_report(task: Task, opts: Options, seed: int,
         environment=environment(opts.device), seed=seed,
         timestamp=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
         harness_version=HARNESS_VERSION, timing_version=TIMING_VERSION,
+        test_switches=["static gate off (KERNELCRAFT_TEST_NO_STATIC_GATE=1)"] if static_gate_off() else [],
     )
     cal = None
     if opts.calibrate and opts.time_it:
@@ -235,6 +244,8 @@ class Prepared:
             self.res.sandbox = meta["sandbox"]
         if isinstance(meta.get("implementation"), dict):
             self.res.implementation = meta["implementation"]
+        if isinstance(meta.get("confirmation"), dict):
+            _confirmation(self.res, meta["confirmation"], task)
         self.res.phases_s = {k: round(v, 3) for k, v in done.outcome.phases_s.items()}
         self.res.phases_cpu_s = {k: round(v, 3) for k, v in done.outcome.phases_cpu_s.items()}
         self.res.worker_cpu_s = None if done.outcome.cpu_s is None else round(done.outcome.cpu_s, 3)
@@ -261,7 +272,7 @@ def prepare(task: Task, role: str, sol: Solution, path: str, seed: int, opts: Op
     by_uuid = {r.uuid: r for r in res.workloads}
     prep = Prepared(res, by_uuid, role)
 
-    if role == "candidate":
+    if role == "candidate" and not static_gate_off():
         verdict = check_static(sol)
         if not verdict.passed:
             _stop(res, "REJECTED", "static", verdict.reason, "not run: rejected by the static gate")
@@ -404,6 +415,22 @@ def _apply(res: SolutionResult, by_uuid: dict[str, WorkloadResult], out: JobOutc
         not skipped and res.speedup_vs_baseline is not None
         and res.speedup_vs_baseline >= task.contract.promotion.min_speedup_vs_baseline
     )
+
+
+def _confirmation(res: SolutionResult, c: dict, task: Task) -> None:
+    """The out-of-process timing confirmation (:mod:`kernelcraft.gauntlet.confirm`): a mismatch is the
+    solution's verdict; no confirmation on a GPU means no promotion."""
+    res.confirmation = {k: c[k] for k in ("confirmed", "reason", "per_workload", "margin", "ncu_tail") if k in c}
+    if c.get("status") == "REJECTED" and res.status == "PASSED":
+        res.status, res.gate, res.reason, res.promotable = "REJECTED", "timing", str(c.get("reason", "")), False
+        i = c.get("workload")
+        timed = [w for w in res.workloads if w.latency_ms]
+        if isinstance(i, int) and 0 <= i < len(timed):
+            timed[i].status, timed[i].reason = "REJECTED", res.reason
+    elif not c.get("confirmed") and res.promotable:
+        res.promotable = False
+        res.reason = (res.reason + "; " if res.reason else "") + (
+            "not promotable: the timing was not confirmed out of process (" + str(c.get("reason", ""))[:300] + ")")
 
 
 def compare_with_peers(res: SolutionResult, earlier: list[SolutionResult], task: Task) -> None:

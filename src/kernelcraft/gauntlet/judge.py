@@ -209,7 +209,7 @@ class RemoteSubject(Subject):
                                       on_event=self.on_event, **payload)
         except RunnerDied as e:
             tail = self.client.log_tail()
-            reason = f"the candidate's runner {e}" + (f"; its output ended with:\n{tail}" if tail else "")
+            reason = f"the candidate's runner {e} (request {op!r})" + (f"; its output ended with:\n{tail}" if tail else "")
             raise Refused("TIMEOUT" if e.timeout else "RUNTIME_ERROR", reason) from None
         except ProtocolError as e:
             raise Refused("REJECTED", f"[protocol] {e}") from None
@@ -288,7 +288,13 @@ class _RemoteTimer(Remote):
         r = self.subject._ask("time", protocol.TimeReply, warmup=warmup, graphs=True)
         if r.error:
             raise Refused("RUNTIME_ERROR", r.error)
+        self._ops(r.ops, "in the warm-up and capture before timing")
         return r.graph, r.graph_error
+
+    def _ops(self, ops: dict[str, int], when: str) -> None:
+        bad = self.judge.forbidden_ops(ops)
+        if bad:
+            raise Refused("REJECTED", f"[torch-compute] {when} the candidate called torch ops that compute: {bad}")
 
     def rep(self, rep: int, noop_first: bool) -> tuple[float, float | None, float | None]:
         judge, subject = self.judge, self.subject
@@ -302,6 +308,7 @@ class _RemoteTimer(Remote):
             raise Refused("RUNTIME_ERROR", "during timing: " + r.error)
         if r.ms is None:
             raise Refused("REJECTED", "[protocol] a timed call reported no time")
+        self._ops(r.ops, f"in timed call {rep + 1}")
         check = rep in self.forced or self.rng.random() < CHECK_PROBABILITY
         if check and self.failure is None:
             self._check(fresh, rep)
@@ -360,10 +367,8 @@ class Judge:
         if called.finding:
             return called.finding
         ev = called.evidence
-        allowed = ALLOWED_OPS | {op if "::" in op else f"aten::{op}" for op in self.task.contract.integrity.allowed_torch_ops}
-        bad = {n: c for n, c in (ev.get("ops") or {}).items() if n not in allowed}
-        if bad:
-            ops = ", ".join(f"{n} x{c}" for n, c in sorted(bad.items(), key=lambda x: -x[1])[:8])
+        ops = self.forbidden_ops(ev.get("ops") or {})
+        if ops:
             return (f"[torch-compute] the candidate called torch ops that compute (or ops of a custom namespace): "
                     f"{ops}. A solution must compute in its own kernels (allocation, views and metadata are "
                     "allowed; contract.toml [integrity] allowed_torch_ops may allow more, by qualified name)")
@@ -375,6 +380,14 @@ class Judge:
             return (f"[threads] the call left {native[1] - native[0]} more native thread(s) running "
                     "(work outside the timed stream)")
         return ""
+
+    def forbidden_ops(self, ops: dict[str, int]) -> str:
+        """The ops outside the allowlist (allocation, views, metadata; the contract's additions, by
+        qualified name or, for aten, bare), most frequent first; "" when none."""
+        allowed = ALLOWED_OPS | {op if "::" in op else f"aten::{op}"
+                                 for op in self.task.contract.integrity.allowed_torch_ops}
+        bad = {n: c for n, c in ops.items() if n not in allowed}
+        return ", ".join(f"{n} x{c}" for n, c in sorted(bad.items(), key=lambda x: -x[1])[:8])
 
     def _mutated(self, pristine: list[Any]) -> str:
         for name, before, after in zip(self.d.inputs, pristine, self.subject.seen(), strict=True):

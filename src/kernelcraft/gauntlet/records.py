@@ -78,6 +78,8 @@ class SolutionResult(_Record):
     worker_cpu_s: float | None = None
     sanitize: dict | None = None  # eval --sanitize: compute-sanitizer per tool (errors, excerpt, shapes)
     sandbox: dict | None = None  # the candidate's runner: protections that held / were degraded on this host
+    # GPU: Nsight Compute's kernel time per workload against the reported latency (gauntlet.confirm)
+    confirmation: dict | None = None
     implementation: dict | None = None  # a trusted row's library and version (peers, torch.compile's mode)
 
 
@@ -93,6 +95,7 @@ class EvalReport(_Record):
     calibration: dict | None = None  # the device ceilings "sol" is computed from (kernelcraft calibrate)
     executor: dict | None = None  # how the solutions were spread: kind, workers (kernelcraft.worker.executor)
     solutions: list[SolutionResult] = Field(default_factory=list)
+    test_switches: list[str] = Field(default_factory=list)  # gates a test switched off for this run
 
 
 def weighted_geomean(values: list[float], weights: list[float]) -> float | None:

@@ -69,7 +69,7 @@ def run(job: dict) -> int:
         os.environ["TRITON_INTERPRET"] = "1"
     import torch
 
-    from kernelcraft.gauntlet.runner import Runner
+    from kernelcraft.gauntlet.judge import Judge, LocalSubject
     from kernelcraft.solution.build import BuildError, CannotRun, build
     from kernelcraft.solution.model import Solution
     from kernelcraft.task.dtypes import torch_dtype
@@ -103,8 +103,11 @@ def run(job: dict) -> int:
     dps = solution.spec.destination_passing_style
 
     # One checked call: a profile of a wrong kernel is worth knowing about, and it compiles Triton.
-    runner = Runner(task, fn, dps, ref_module.run, None, device, job["seed"], audit=False)
-    check = runner.check(workload)
+    # In this process, beside the candidate: a diagnostic for the person profiling, never a verdict
+    # (verdicts come from `eval`, whose judge never shares a process with candidate code).
+    judge = Judge(task, None, ref_module.run, None, device, job["seed"])
+    judge.subject = LocalSubject(fn, judge, dps=dps)
+    check = judge.check(workload)
     result["check"] = {k: check.get(k) for k in ("status", "gate", "reason", "max_abs_error", "max_rel_error")}
     if check["status"] in ("COMPILE_ERROR", "RUNTIME_ERROR") and check.get("gate") != "reference":
         write_result(job["result_path"], result | {"status": check["status"], "reason": check.get("reason", "")})

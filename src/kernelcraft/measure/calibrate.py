@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
+import hmac
 import json
 import os
 import shutil
@@ -167,20 +168,51 @@ def measure(device: str) -> Calibration:
     )
 
 
+def _key() -> bytes:
+    """This machine's key for calibration files: readable by the judge's user only (0600), never by a
+    candidate's runner (another uid, or landlock), so a candidate cannot forge a calibration that
+    makes the impossible-speed gate accept anything."""
+    from kernelcraft.solution.build import cache_root
+
+    path = cache_root() / "calibration.key"
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        return path.read_bytes()
+    with os.fdopen(fd, "wb") as f:
+        key = os.urandom(32)
+        f.write(key)
+    return key
+
+
+def _signature(text: str) -> str:
+    return hmac.new(_key(), text.encode(), hashlib.sha256).hexdigest()
+
+
 def save(cal: Calibration, path: Path) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}")
-    tmp.write_text(cal.model_dump_json(indent=2) + "\n")
+    body = cal.model_dump_json(indent=2)
+    tmp.write_text(json.dumps({"calibration": json.loads(body), "signature": _signature(body)}, indent=2) + "\n")
     tmp.replace(path)  # atomic: parallel evaluations never read half a file
 
 
 def cached(device: str) -> Calibration | None:
+    """The cached calibration, if its signature verifies: a file changed outside kernelcraft (by
+    hand, by a candidate) is measured again, and said so."""
     path = cache_path(device)
     if not path.exists():
         return None
     try:
-        return Calibration.model_validate_json(path.read_text())
-    except ValueError:
+        data = json.loads(path.read_text())
+        cal = Calibration.model_validate(data["calibration"])
+        body = cal.model_dump_json(indent=2)
+        if not hmac.compare_digest(str(data.get("signature", "")), _signature(body)):
+            print(f"kernelcraft: {path} was changed outside kernelcraft (its signature does not verify): "
+                  "measuring the device again", file=sys.stderr)
+            return None
+        return cal
+    except (ValueError, KeyError, TypeError):
         return None  # an unreadable or older-format cache entry is measured again
 
 

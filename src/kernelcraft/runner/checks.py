@@ -114,6 +114,7 @@ def _watched() -> dict[str, object]:
     for mod in (checks, main, shared, wire, timing):
         watched[mod.__name__] = mod
     watched["OpAudit"] = OpAudit
+    watched["Runner"] = main.Runner
     return watched
 
 

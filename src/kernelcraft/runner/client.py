@@ -16,6 +16,8 @@ import os
 import shutil
 import signal
 import socket
+import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Callable
@@ -69,10 +71,12 @@ def descendants(pid: int) -> list[int]:
 
 
 class RunnerClient:
-    """One runner process and the socket to it."""
+    """One runner process and the socket to it: forked (the default), or started as a program under
+    ``launcher`` (e.g. Nsight Compute's command line), whose output goes to ``launcher_output``."""
 
-    def __init__(self, device: str):
+    def __init__(self, device: str, launcher: list[str] | None = None, launcher_output: Path | None = None):
         self.device = device
+        self.popen: subprocess.Popen | None = None
         self.scratch = Path(tempfile.mkdtemp(prefix="kc_runner_"))
         os.chmod(self.scratch, 0o755)
         self.log_path = str(self.scratch / "runner.log")
@@ -83,6 +87,20 @@ class RunnerClient:
         caches = [str(sandbox_cache())]
         judge_end, runner_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         _prctl(PR_SET_CHILD_SUBREAPER, 1)  # what the runner's processes orphan comes back to the judge
+        if launcher is not None:
+            fd = runner_end.fileno()
+            os.set_inheritable(fd, True)
+            argv = [*launcher, sys.executable, "-m", "kernelcraft.runner", "--fd", str(fd), "--device", device,
+                    "--scratch", str(self.scratch), "--log", self.log_path, "--no-pid-namespace"]
+            for c in caches:
+                argv += ["--cache", c]
+            out = open(launcher_output or os.devnull, "wb")  # noqa: SIM115 - the child's; closed below
+            self.popen = subprocess.Popen(argv, pass_fds=(fd,), stdout=out, stderr=subprocess.STDOUT,
+                                          preexec_fn=lambda: _prctl(PR_SET_PDEATHSIG, signal.SIGKILL))
+            out.close()
+            runner_end.close()
+            self.pid, self.sock = self.popen.pid, judge_end
+            return
         pid = os.fork()
         if pid == 0:
             judge_end.close()
@@ -122,11 +140,27 @@ class RunnerClient:
             self._frozen = False
 
     def alive(self) -> bool:
+        if self.popen is not None:
+            return self.popen.poll() is None
+        if self.pid in _reaped:
+            return False
         try:
-            pid, _ = os.waitpid(self.pid, os.WNOHANG)
+            pid, status = os.waitpid(self.pid, os.WNOHANG)
         except ChildProcessError:
             return False
+        if pid:
+            _reaped[pid] = os.waitstatus_to_exitcode(status)
         return pid == 0
+
+    def _exit(self) -> str:
+        """How the runner's process ended, once it has (a closed socket comes a moment earlier)."""
+        deadline = time.monotonic() + 5.0
+        while self.alive() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        if self.popen is not None:
+            code = self.popen.returncode
+            return "did not exit" if code is None else _describe(code)
+        return _exit_of(self.pid)
 
     def log_tail(self, n: int = 2500) -> str:
         try:
@@ -145,11 +179,18 @@ class RunnerClient:
         deadline = time.monotonic() + 2.0
         while self.alive() and time.monotonic() < deadline:
             time.sleep(0.01)
+        if self.popen is not None:
+            # a launcher (a profiler) writes its report once its target has exited: give it that time
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.popen.wait(timeout=120)
         for p in reversed(descendants(self.pid)):
             with contextlib.suppress(OSError):
                 os.kill(p, signal.SIGKILL)
-        with contextlib.suppress(ChildProcessError):
-            os.waitpid(self.pid, 0)
+        if self.popen is not None:
+            self.popen.wait()
+        else:
+            with contextlib.suppress(ChildProcessError):
+                os.waitpid(self.pid, 0)
         _reap_orphans()
         self.sock.close()
         shutil.rmtree(self.scratch, ignore_errors=True)
@@ -159,10 +200,10 @@ class RunnerClient:
         try:
             msg, fds = wire.recv(self.sock, timeout=timeout)
         except wire.Timeout:
-            raise RunnerDied(f"no answer within {timeout:g} s", timeout=True) from None
+            raise RunnerDied(f"made no progress within {timeout:g} s; it was killed", timeout=True) from None
         except wire.WireError as e:
             if not self.alive() or "closed" in str(e):
-                raise RunnerDied(f"the runner process ended ({_exit_of(self.pid)})") from None
+                raise RunnerDied(f"process {self._exit()}") from None
             raise ProtocolError(str(e)) from None
         for fd in fds:
             os.close(fd)
@@ -178,7 +219,7 @@ class RunnerClient:
         try:
             wire.send(self.sock, {"op": op, "id": rid, **payload}, fds)
         except OSError:
-            raise RunnerDied(f"the runner process ended ({_exit_of(self.pid)})") from None
+            raise RunnerDied(f"process {self._exit()}") from None
         try:
             deadline = time.monotonic() + timeout
             while True:
@@ -207,20 +248,29 @@ def _in_other_pidns(pid: int) -> bool:
         return False
 
 
+_reaped: dict[int, int] = {}  # pid -> exit code, for a runner whose status alive() already collected
+
+
+def _describe(code: int) -> str:
+    if code < 0:
+        try:
+            return f"was killed by signal {signal.Signals(-code).name}"
+        except ValueError:
+            return f"was killed by signal {-code}"
+    return f"exited with code {code}"
+
+
 def _exit_of(pid: int) -> str:
+    if pid in _reaped:
+        return _describe(_reaped[pid])
     try:
         got, status = os.waitpid(pid, os.WNOHANG)
     except ChildProcessError:
-        return "already reaped"
+        return "ended"
     if got == 0:
-        return "still running"
-    code = os.waitstatus_to_exitcode(status)
-    if code < 0:
-        try:
-            return f"killed by signal {signal.Signals(-code).name}"
-        except ValueError:
-            return f"killed by signal {-code}"
-    return f"exit code {code}"
+        return "stopped answering"
+    _reaped[pid] = os.waitstatus_to_exitcode(status)
+    return _describe(_reaped[pid])
 
 
 def _reap_orphans() -> None:

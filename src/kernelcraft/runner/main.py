@@ -50,7 +50,8 @@ def _close_fds(keep: set[int]) -> None:
                 pass
 
 
-def start(sock: socket.socket, device: str, scratch: str, caches: list[str], log_path: str) -> None:
+def start(sock: socket.socket, device: str, scratch: str, caches: list[str], log_path: str,
+          pid_namespace: bool = True) -> None:
     """Entry of the runner, in the process its judge forked. Never returns."""
     code = 0
     try:
@@ -62,14 +63,21 @@ def start(sock: socket.socket, device: str, scratch: str, caches: list[str], log
         os.dup2(devnull, 0)
         os.close(devnull)
         _close_fds({sock.fileno()})
+        os.setsid()  # a session and process group of its own: nothing it signals as a group is the judge's
         box = Sandbox(Path(scratch), [Path(c) for c in caches], device)
-        if isolate(box):
+        if isolate(box, pid_namespace):
             pid = os.fork()  # the child is pid 1 of the new pid namespace
             if pid:
                 sock.close()
                 _, status = os.waitpid(pid, 0)
-                os._exit(os.waitstatus_to_exitcode(status) & 0xFF)
-        enter(box, namespaced=bool(box.held))
+                code = os.waitstatus_to_exitcode(status)
+                if code < 0:  # the runner died of a signal: so does this process, for the judge to see
+                    import signal
+
+                    signal.signal(-code, signal.SIG_DFL)
+                    os.kill(os.getpid(), -code)
+                os._exit(code & 0xFF)
+        enter(box, namespaced=any("namespace" in h for h in box.held))
         Runner(sock, device, box).serve()
     except BaseException:  # noqa: BLE001 - whatever happened, the judge sees the socket close
         traceback.print_exc()
@@ -125,7 +133,7 @@ class Runner:
 
             checks.hook_triton_launches(interpreted=not self.on_gpu)
             if self.on_gpu:
-                self._release_compiles()
+                release_slot_while_compiling(self)
         except Exception:  # noqa: BLE001, S110 - a machine without a working triton: the build says so
             pass
         torch.seed()  # torch's global generators: unpredictable, and nothing of the judge's
@@ -301,18 +309,23 @@ class Runner:
 
     def prepare_timing(self, msg: dict, fds: list[int]) -> dict:
         from kernelcraft.measure.timing import capture, clock_for
+        from kernelcraft.runner import checks
         from kernelcraft.solution._traceback import candidate_traceback
 
         args = self._args()
         fn = (lambda: self.fn(*args, *[v for v in self.out_views if v is not None])) if self.dps \
             else (lambda: self.fn(*args))
+        # The op audit watches the warm-up and the capture as it watches checks: a candidate that
+        # falls back to torch compute only when it is about to be timed is seen doing it.
+        audit = checks.OpAudit()
         try:
-            for _ in range(int(msg.get("warmup", 3))):
-                fn()
-            self._sync()
-            graph, returned, error = None, None, ""
-            if self.on_gpu and msg.get("graphs", True):
-                graph, returned, error = capture(fn, "cuda")
+            with audit:
+                for _ in range(int(msg.get("warmup", 3))):
+                    fn()
+                self._sync()
+                graph, returned, error = None, None, ""
+                if self.on_gpu and msg.get("graphs", True):
+                    graph, returned, error = capture(fn, "cuda")
         except BaseException as e:  # noqa: BLE001
             return {"error": candidate_traceback(e)}
         if graph is not None:
@@ -320,9 +333,17 @@ class Runner:
 
             self.timed = (lambda g=graph: replay(g), graph, returned)
         else:
-            self.timed = (fn, None, None)
+            # eager: each timed call's result is kept, so the judge checks what that very call computed
+            kept: list = [None]
+            self.rep_audit = checks.OpAudit()
+
+            def keep() -> None:
+                with self.rep_audit:  # audited as every other call (graph replays run no Python at all)
+                    kept[0] = fn()
+
+            self.timed = (keep, None, kept)
         self.clock = clock_for(self.device)
-        return {"graph": graph is not None, "graph_error": error}
+        return {"graph": graph is not None, "graph_error": error, "ops": audit.ops}
 
     def rep(self, msg: dict, fds: list[int]) -> dict:
         from kernelcraft.solution._traceback import candidate_traceback
@@ -338,8 +359,11 @@ class Runner:
         except BaseException as e:  # noqa: BLE001
             return {"error": candidate_traceback(e)}
         tails = {n: t[-1] for n, t in self.clock.tails.items()} if self.clock.tails else {}
-        return {"ms": got["candidate"], "noop_ms": got["noop"], "tail_ms": tails.get("candidate"),
-                "noop_tail_ms": tails.get("noop")}
+        out = {"ms": got["candidate"], "noop_ms": got["noop"], "tail_ms": tails.get("candidate"),
+               "noop_tail_ms": tails.get("noop")}
+        if self.timed[1] is None:
+            out["ops"], self.rep_audit.ops = dict(self.rep_audit.ops), {}
+        return out
 
     def collect(self, msg: dict, fds: list[int]) -> dict:
         _, graph, returned = self.timed
@@ -348,8 +372,7 @@ class Runner:
         elif graph is not None:
             outputs = normalize(returned, self.output_names)
         else:
-            # an eager timed call's result is gone; the judge checks what a call now returns
-            outputs = self._invoke(self._args())
+            outputs = normalize(returned[0], self.output_names)
         return {"outputs": self._store(outputs)}
 
     def profile(self, msg: dict, fds: list[int]) -> dict:
@@ -358,45 +381,52 @@ class Runner:
         from kernelcraft.measure import _cudart
         from kernelcraft.measure.timing import clock_for
 
-        clock = clock_for(self.device)
+        if self.clock is None:
+            self.clock = clock_for(self.device)
         for _ in range(int(msg.get("calls", 3))):
-            clock.flush()
+            self.clock.flush()  # cold caches, as timed, outside the profiled range
             _cudart.profiler_start()
+            torch.cuda._sleep(1)  # a marker kernel (spin_kernel) before each call: where one call begins
             self._invoke(self._args())
             torch.cuda.synchronize()
             _cudart.profiler_stop()
         return {}
 
-    # -- Triton compiles in the middle of a check give the GPU slot up -----------------------------
-    def _release_compiles(self) -> None:
-        """A kernel compiled during a ``call`` (Triton compiles at a kernel's first launch with new
-        specializations) is CPU work: the judge may give this job's shared hold on the GPU up for it
-        and take it back before the launch. On the H200 one large tile of the silu_mul tuner's space
-        compiled for ~14 CPU-s inside a check (results/h200x2/history/scale_80_given_bd98a4b.json,
-        job 76), holding back every timing of its lane."""
-        import functools
 
+def release_slot_while_compiling(runner, cls: type | None = None) -> bool:
+    """A kernel compiled during a ``call`` with ``release`` (Triton compiles at a kernel's first launch
+    with new specializations) is CPU work: the runner says ``compiling``, compiles, says ``compiled``
+    and waits for the judge's ``resume``, so the judge may give its shared hold on the GPU up meanwhile.
+    On the H200 one large tile of the silu_mul tuner's space compiled for ~14 CPU-s inside a check
+    (results/h200x2/history/scale_80_given_bd98a4b.json, job 76), holding back every timing of its lane.
+    Wraps ``JITFunction._do_compile`` (Triton 3.4-3.9) or ``cls``'s; False where there is none. Inside
+    a CUDA graph capture nothing is said (no synchronize may run there)."""
+    import functools
+
+    if cls is None:
         from triton.runtime import jit
 
-        original = getattr(jit.JITFunction, "_do_compile", None)
-        if original is None:
-            return
-        runner = self
+        cls = jit.JITFunction
+    original = getattr(cls, "_do_compile", None)
+    if original is None:
+        return False
 
-        @functools.wraps(original)
-        def _do_compile(self, *args, **kwargs):
-            import torch
+    @functools.wraps(original)
+    def _do_compile(self, *args, **kwargs):
+        import torch
 
-            if not runner.release or torch.cuda.is_current_stream_capturing():
-                return original(self, *args, **kwargs)
+        if not runner.release or (torch.cuda.is_available() and torch.cuda.is_current_stream_capturing()):
+            return original(self, *args, **kwargs)
+        if torch.cuda.is_available():
             torch.cuda.synchronize()
-            wire.send(runner.sock, {"event": "compiling"})
-            try:
-                return original(self, *args, **kwargs)
-            finally:
-                wire.send(runner.sock, {"event": "compiled"})
-                msg, _ = wire.recv(runner.sock)
-                if msg.get("op") != "resume":
-                    os._exit(1)  # the judge ended this job: no GPU work without its hold
+        wire.send(runner.sock, {"event": "compiling"})
+        try:
+            return original(self, *args, **kwargs)
+        finally:
+            wire.send(runner.sock, {"event": "compiled"})
+            msg, _ = wire.recv(runner.sock)
+            if msg.get("op") != "resume":
+                os._exit(1)  # the judge ended this job: no GPU work without its hold
 
-        jit.JITFunction._do_compile = _do_compile
+    cls._do_compile = _do_compile
+    return True

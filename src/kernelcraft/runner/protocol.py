@@ -47,10 +47,14 @@ class CallReply(_Reply):
     launches: dict[Annotated[str, Field(max_length=32)], Annotated[int, Field(ge=0)]] = Field(default_factory=dict)
 
 
+Ops = dict[Annotated[str, Field(max_length=200)], Annotated[int, Field(ge=0)]]
+
+
 class TimeReply(_Reply):
     error: Text = ""
     graph: bool = False
     graph_error: Text = ""
+    ops: Ops = Field(default_factory=dict)
 
 
 class RepReply(_Reply):
@@ -59,6 +63,7 @@ class RepReply(_Reply):
     noop_ms: Ms | None = None
     tail_ms: Ms | None = None
     noop_tail_ms: Ms | None = None
+    ops: Ops = Field(default_factory=dict)  # an eager timed call's ops (a graph replay has none)
 
 
 class CollectReply(_Reply):

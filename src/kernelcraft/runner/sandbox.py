@@ -29,6 +29,7 @@ Called in the runner's own process, single-threaded, before anything of the cand
 from __future__ import annotations
 
 import ctypes
+import functools
 import os
 import resource
 import stat
@@ -124,14 +125,15 @@ def python_world_readable() -> bool:
     return all(_world_readable(m) for m in mods)
 
 
-def isolate(box: Sandbox) -> bool:
+def isolate(box: Sandbox, pid_namespace: bool = True) -> bool:
     """Namespaces (call in the runner *before* forking its pid-1 child): True when the caller must
-    fork, the child becoming pid 1 of a new pid namespace and the one to :func:`enter` the rest."""
+    fork, the child becoming pid 1 of a new pid namespace and the one to :func:`enter` the rest.
+    Without ``pid_namespace`` (a runner under a profiler), only the mount and network namespaces."""
     m = mode()
     if m == "off":
         box.degraded.append("sandbox off (KERNELCRAFT_SANDBOX=off): the candidate runs with the judge's privileges")
         return False
-    flags = CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWNET
+    flags = (CLONE_NEWPID if pid_namespace else 0) | CLONE_NEWNS | CLONE_NEWNET
     if m == "user":
         flags |= CLONE_NEWUSER
         uid, gid = os.getuid(), os.getgid()
@@ -149,9 +151,12 @@ def isolate(box: Sandbox) -> bool:
         except OSError as e:
             box.degraded.append(f"user namespace id maps refused: {e}")
         box.held.append("user namespace")
-    box.held += ["pid namespace (no other process visible; its descendants die with it)",
-                 "network namespace (no network, no other process's abstract sockets)"]
-    return True
+    if pid_namespace:
+        box.held.append("pid namespace (no other process visible; its descendants die with it)")
+    else:
+        box.degraded.append("no pid namespace (a profiler watches this runner): other processes are visible")
+    box.held.append("network namespace (no network, no other process's abstract sockets)")
+    return pid_namespace
 
 
 def _mount(source: bytes, target: bytes, fstype: bytes | None, flags: int, data: bytes | None) -> None:
@@ -262,11 +267,17 @@ def _landlock(box: Sandbox) -> None:
     except ImportError:
         box.degraded.append("landlock binding not installed (pip install landlock): no filesystem allowlist")
         return
+    # The binding decides success by errno alone (landlock 1.0.0.dev5, plumbing.syscall_errcheck): a
+    # stale errno from an earlier call (prctl's EINVAL past the last capability) fails a syscall that
+    # succeeded. Each call starts with errno 0.
+    clear = functools.partial(ctypes.set_errno, 0)
     try:
+        clear()
         ruleset = landlock.Ruleset()
         read = FSAccess.EXECUTE | FSAccess.READ_FILE | FSAccess.READ_DIR
         for root in _readable_roots():
             try:
+                clear()
                 # a file may only get file rights; a directory both
                 ruleset.allow(str(root), rules=read if root.is_dir() else FSAccess.EXECUTE | FSAccess.READ_FILE)
             except Exception:  # noqa: BLE001, S112 - a path that vanished or refuses O_PATH: not readable then
@@ -278,11 +289,14 @@ def _landlock(box: Sandbox) -> None:
         for dev in Path("/dev").iterdir():
             if dev.name.startswith(("nvidia", "null", "zero", "urandom", "random", "full", "tty")):
                 try:
+                    clear()
                     ruleset.allow(str(dev), rules=dev_rules)
                 except Exception:  # noqa: BLE001, S112
                     continue
         for w in (box.scratch, *box.caches):
+            clear()
             ruleset.allow(str(w))
+        clear()
         ruleset.apply()
     except Exception as e:  # noqa: BLE001 - an old kernel or a refused syscall: said in the record
         box.degraded.append(f"landlock refused: {type(e).__name__}: {e}")

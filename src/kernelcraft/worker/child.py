@@ -90,15 +90,16 @@ def _only_gpu(visible: str | None) -> None:
 
 def warm_imports() -> None:
     """Import what every job needs: torch, the gauntlet, torch._dynamo (entered once, see
-    :func:`kernelcraft.gauntlet.integrity.prime_dispatch_modes`) and triton, with the hash of
+    :func:`kernelcraft.runner.checks.prime_dispatch_modes`) and triton, with the hash of
     Triton's own sources that keys its cache. On the H200 host that is ~14 CPU-s and ~10 s of wall
     time per process (torch 7.6 CPU-s, torch._dynamo 4.3, triton_key 0.9: scripts/worker_profile.py).
     Failures are left to the job, which imports the same things again and reports there."""
     try:
-        import kernelcraft.gauntlet.runner  # noqa: F401  (imports torch)
+        import kernelcraft.gauntlet.judge  # noqa: F401  (imports torch)
+        import kernelcraft.runner.main  # noqa: F401
         import kernelcraft.solution.build  # noqa: F401
         import kernelcraft.task.loader  # noqa: F401
-        from kernelcraft.gauntlet.integrity import prime_dispatch_modes
+        from kernelcraft.runner.checks import prime_dispatch_modes
 
         prime_dispatch_modes()
         try:
@@ -321,6 +322,7 @@ def _run(conn, job: Job, runner) -> None:
             raise RuntimeError("a candidate job needs a runner; none was forked")
         try:
             runner.wait_ready(job.build_timeout_s)
+            send(conn, "meta", {"sandbox": runner.sandbox})
             # A Python or Triton candidate's import is quick and could launch GPU work: it runs inside a
             # shared hold. A CUDA build (nvcc, minutes) runs outside, as before (docs/integrity.md).
             quick = solution.spec.language in ("python", "triton")
@@ -333,7 +335,6 @@ def _run(conn, job: Job, runner) -> None:
         except Refused as e:
             send(conn, "build", e.status if e.status != "TIMEOUT" else "TIMEOUT", e.reason)
             return
-        send(conn, "meta", {"sandbox": runner.sandbox})
         if built.status != "PASSED":
             send(conn, "build", built.status, built.reason)
             return
@@ -403,17 +404,29 @@ def _run(conn, job: Job, runner) -> None:
             return
         if not slot.alone():
             return
+        confirmer = None
         if isinstance(subject, RemoteSubject):
             subject.release = False  # alone on the GPU until the end: nothing to give up for a compile
+            if on_gpu and job.options.get("confirm", True):
+                confirmer = _Confirmer(job, judge, definition)
+                if confirmer.error:
+                    send(conn, "meta", {"confirmation": {"confirmed": False, "reason": confirmer.error}})
+                    confirmer = None
+        timed = []
         for w in workloads:
             current = ("timing", w.uuid)
             send(conn, "phase", "timing", w.uuid, cpu_seconds())
             result = judge.time(w, **job.timing)
             if baseline_missing and job.role == "candidate":
                 result["baseline_unavailable"] = baseline_missing
+            if result["status"] == "PASSED" and confirmer is not None:
+                confirmer.profile(w)
+                timed.append(result["latency_ms"])
             send(conn, "workload", "timing", w.uuid, result)
             if result["status"] != "PASSED":
-                return
+                break
+        if confirmer is not None:
+            send(conn, "meta", {"confirmation": confirmer.verdict(timed, bool(task.contract.integrity.allowed_torch_ops))})
     except Refused as e:
         gate, uuid = current
         if uuid:
@@ -424,6 +437,79 @@ def _run(conn, job: Job, runner) -> None:
     finally:
         if isinstance(subject, RemoteSubject):
             subject.close()
+
+
+class _Confirmer:
+    """A second runner of the candidate under Nsight Compute (:mod:`kernelcraft.gauntlet.confirm`):
+    built once the timings begin, profiled after each workload's timing, read when it exits."""
+
+    def __init__(self, job: Job, judge, definition):
+        from kernelcraft.gauntlet import confirm
+        from kernelcraft.gauntlet.judge import Refused, RemoteSubject
+        from kernelcraft.measure._ncu import find_ncu
+        from kernelcraft.runner.client import RunnerClient
+
+        self.error, self.client, self.subject = "", None, None
+        ncu = find_ncu()
+        if ncu is None:
+            self.error = "Nsight Compute (ncu) not found: the reported timing is not confirmed out of process"
+            return
+        self.output = confirm.workdir() / "ncu.csv"
+        try:
+            self.client = RunnerClient(job.device, launcher=confirm.launcher(ncu), launcher_output=self.output)
+            self.client.wait_ready(job.build_timeout_s)
+            self.subject = RemoteSubject(self.client, judge, judge.subject.dps, job.workload_timeout_s)
+            built = self.subject._ask("build", _build_reply(), timeout=job.build_timeout_s,
+                                      solution=job.solution, inputs=list(definition.inputs),
+                                      outputs=list(definition.outputs))
+            if built.status != "PASSED":
+                self.error = f"the candidate did not build under Nsight Compute: {built.status} {built.reason[:500]}"
+        except Refused as e:
+            self.error = f"the runner under Nsight Compute failed: {e.reason[:800]}"
+        if self.error:
+            self.close()
+
+    def profile(self, w) -> None:
+        from kernelcraft.gauntlet import confirm
+        from kernelcraft.gauntlet.judge import Refused
+        from kernelcraft.runner import protocol
+        from kernelcraft.task.inputs import make_inputs
+
+        if self.error:
+            return
+        judge = self.subject.judge
+        try:
+            self.subject.place(make_inputs(judge.task, w, judge.seed + 0xC0F, judge.device),
+                               judge.d.axis_values(w.axes))
+            self.subject._ask("profile", protocol.EmptyReply, calls=confirm.CALLS)
+        except Refused as e:
+            self.error = f"the runner under Nsight Compute failed: {e.reason[:800]}"
+
+    def close(self) -> None:
+        if self.subject is not None:
+            self.subject.close()
+        if self.client is not None:
+            self.client.close()
+            self.client = None
+
+    def verdict(self, latencies_ms: list[float], torch_ops_allowed: bool) -> dict:
+        from kernelcraft.gauntlet import confirm
+        from kernelcraft.gauntlet.judge import Refused
+
+        try:
+            self.close()
+        except Refused as e:
+            return {"confirmed": False, "reason": e.reason[:800]}
+        if self.error:
+            return {"confirmed": False, "reason": self.error}
+        try:
+            text = self.output.read_text(errors="replace")
+        except OSError as e:
+            return {"confirmed": False, "reason": f"Nsight Compute wrote no output: {e}"}
+        out = confirm.judge(confirm.per_call(confirm.parse(text)), latencies_ms, torch_ops_allowed)
+        if not out.get("confirmed") and "status" not in out:
+            out["ncu_tail"] = "\n".join(text.splitlines()[-8:])[-1500:]
+        return out
 
 
 def _build_reply():
