@@ -11,9 +11,9 @@ names (paths relative to the repository root; ``PATH@REV`` reads the file as of 
 - ``- `AGENTS.md` says "an 80 MB `y = x + 1` timed 23.6 us"``: the text occurs in the file
   (whitespace and line breaks aside).
 
-Selector steps: ``key``, ``[3]`` (an index), ``[name]`` (the element whose ``name`` or ``id`` is
-that), ``[k=v,k2=v2]`` (the element whose fields, or whose ``axes``, have those values). A filter
-must select exactly one element. Other bullets (a URL with its numbers, a prose pointer) are kept
+Selector steps: ``key``, ``['a.b']`` (a key holding dots), ``[3]`` (an index), ``[name]`` (the
+element whose ``name`` or ``id`` is that), ``[k=v,k2=v2]`` (the element whose fields, or whose
+``axes``, have those values). A filter must select exactly one element. Other bullets (a URL with its numbers, a prose pointer) are kept
 as they are; :func:`check_pages` also counts which pages have checked or cited evidence at all.
 """
 
@@ -123,6 +123,12 @@ def navigate(value, selector: str):
                 raise EvidenceError(f"{where}: no key {key!r} (has: {have})")
             value = value[key]
         for flt in filters:
+            if flt[0] in "'\"" and flt[-1] == flt[0]:  # ['torch.compile']: a key that holds dots
+                name = flt[1:-1]
+                if not isinstance(value, dict) or name not in value:
+                    raise EvidenceError(f"{where}: no key {name!r}")
+                value = value[name]
+                continue
             if not isinstance(value, list):
                 raise EvidenceError(f"{where}: [{flt}] applied to a {type(value).__name__}, not a list")
             value = _pick(value, flt, where)
