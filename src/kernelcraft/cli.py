@@ -206,6 +206,11 @@ def eval_cmd(
 
 ledger_app = typer.Typer(no_args_is_help=True, help="The ledger: runs, candidates, verdicts, promotions.")
 app.add_typer(ledger_app, name="ledger")
+
+from kernelcraft.knowledge.cli import knowledge_app, ledger_similar  # noqa: E402 - after the apps it joins
+
+app.add_typer(knowledge_app, name="knowledge")
+ledger_app.command("similar")(ledger_similar)
 DB_HELP = "SQLAlchemy URL of the ledger (default: KERNELCRAFT_DB, else sqlite:///.kernelcraft/ledger.db)"
 
 
@@ -421,15 +426,18 @@ def _print_dag(result: dict) -> None:
     from rich.tree import Tree
 
     children: dict = {}
+    ids = {c["id"] for c in result["candidates"]}
     for c in result["candidates"]:
-        children.setdefault(c["parent"], []).append(c)
+        # a parent outside this run (a starting point from the ledger's memory) roots its child here
+        children.setdefault(c["parent"] if c["parent"] in ids else None, []).append(c)
     tree = Tree(f"run {result['run_id']} DAG")
 
     def add(node, parent_id):
         for c in children.get(parent_id, []):
             sp = f" {c['speedup_vs_baseline']:.3f}x" if c["speedup_vs_baseline"] else ""
             star = " (promoted)" if c["id"] == result["promoted"] else ""
-            add(node.add(f"{c['id']} {c['status']}{sp}{star} {escape(c['strategy'][:60])}"), c["id"])
+            origin = f" (from ledger candidate {c['parent']})" if c["parent"] is not None and c["parent"] not in ids else ""
+            add(node.add(f"{c['id']} {c['status']}{sp}{star}{origin} {escape(c['strategy'][:60])}"), c["id"])
 
     add(tree, None)
     console.print(tree)
