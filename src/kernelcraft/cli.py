@@ -231,6 +231,7 @@ def optimize_cmd(
     workers: Annotated[int | None, typer.Option(help=WORKERS_HELP)] = None,
     executor: Annotated[str, typer.Option(help=EXECUTOR_HELP)] = "local",
     no_overlap: Annotated[bool, typer.Option("--no-overlap", help=OVERLAP_HELP)] = False,
+    memory: Annotated[bool, typer.Option("--memory/--no-memory", help="offer the agent what worked on similar tasks in this ledger (same op type or stage tags, same hardware) as starting points; a tuner without TUNABLES of its own starts from such a candidate")] = True,
 ) -> None:
     """Let an agent propose kernels; the gauntlet judges each; the ledger remembers every one."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -247,7 +248,7 @@ def optimize_cmd(
         _fail_input(e)
     dev = _device(device)
     try:
-        proposer = make_agent(agent, task)
+        proposer = make_agent(agent, task, from_memory=memory)
     except (AgentError, InputError) as e:
         err.print(f"[red]agent[/]: {escape(str(e))}", highlight=False)
         raise typer.Exit(2) from None
@@ -262,6 +263,9 @@ def optimize_cmd(
         def on_event(kind: str, data: dict) -> None:
             if kind == "run":
                 progress.update(bar, description=f"run {data['run_id']}: {task.definition.name} with {proposer.name}")
+            elif kind == "memory":
+                start = f"; starting point: candidate {data['start']}" if data["start"] is not None else ""
+                progress.console.print(f"  ledger memory: similar candidates {data['similar']}{start}", highlight=False)
             elif kind == "evaluating":
                 progress.console.print(f"  candidate {data['id']}: {escape(data['name'])} ...", highlight=False)
             elif kind == "evaluated":
@@ -277,7 +281,8 @@ def optimize_cmd(
 
         try:
             result = optimize(task, proposer, ledger, OptimizeOptions(device=dev, budget=budget, target=target,
-                                                                      eval=eval_opts), resume=resume, on_event=on_event)
+                                                                      eval=eval_opts, memory=memory),
+                              resume=resume, on_event=on_event)
         except AgentError as e:
             err.print(f"[red]agent[/]: {escape(str(e))}", highlight=False)
             raise typer.Exit(2) from None

@@ -50,7 +50,11 @@ def _stem(word: str) -> str:
 
 
 def tokens(text: str) -> list[str]:
-    return [_stem(t) for t in re.findall(r"[a-z0-9]+", text.lower()) if t not in _STOP]
+    # "top-k" and "k-means" are the words topk and kmeans (op types); lone letters carry nothing
+    text = re.sub(r"\b([a-z0-9]+)-([a-z0-9])\b|\b([a-z0-9])-([a-z0-9]+)\b",
+                  lambda m: "".join(g for g in m.groups() if g), text.lower())
+    return [_stem(t) for t in re.findall(r"[a-z0-9]+", text)
+            if t not in _STOP and (len(t) > 1 or t.isdigit())]
 
 
 def family(device: str) -> str | None:
