@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, kc
+from conftest import ROOT, TASKS, kc
 
 KNOWLEDGE = ROOT / "knowledge"
 
@@ -153,3 +153,25 @@ def test_the_installed_wheel_ships_and_finds_its_pages(tmp_path):
     out = json.loads(proc.stdout)
     assert Path(out["pages_dir"]) == target / "kernelcraft" / "knowledge" / "pages"
     assert out["hits"][0]["id"].startswith("fp8-")
+
+
+def test_the_optimize_prompt_carries_the_pages_for_the_op_type_and_device():
+    from kernelcraft import knowledge
+    from kernelcraft.agent.base import Context
+    from kernelcraft.agent.prompt import KNOWLEDGE_PAGE_LIMIT, KNOWLEDGE_PAGES, brief_and_history_prompt
+    from kernelcraft.task.loader import load_task
+
+    task = load_task(TASKS / "fp8_rowwise_quant")
+    _, user = brief_and_history_prompt(Context(task=task, device="cuda", brief="b", hardware="NVIDIA H200"))
+    section = user[user.index("## What the team measured"):user.index("## History")]
+    hw = knowledge.find("fp8-hardware-conversion-on-hopper")
+    assert f"### {hw.title}" in section and hw.sections["Claim"][:200] in section
+    assert "(page `fp8-hardware-conversion-on-hopper`, confidence: measured-here" in section
+    assert section.count("\n### ") == KNOWLEDGE_PAGES
+    assert len(section) < KNOWLEDGE_PAGES * (KNOWLEDGE_PAGE_LIMIT + 10) + 400
+    # on the CPU every page applies (the interpreter runs GPU kernels): the interpreter's fp8 trap shows
+    _, cpu = brief_and_history_prompt(Context(task=task, device="cpu", brief="b", hardware="CPU x86_64"))
+    assert knowledge.find("fp8-interpreter-conversion-drops-carries").title in cpu
+    # nothing was measured on an A100: Hopper pages stay out of its prompt
+    _, a100 = brief_and_history_prompt(Context(task=task, device="cuda", brief="b", hardware="NVIDIA A100-SXM4-80GB"))
+    assert hw.title not in a100
