@@ -183,7 +183,7 @@ def test_second_task_llm_agent_gets_the_first_tasks_best_as_its_starting_point(f
     (request,) = srv.requests
     user = _user_text_openai(request["body"])
     assert "## What worked on similar tasks (the ledger)" in user
-    assert f"### Starting point: ledger #{best['id']} (rmsnorm_bf16_h4096" in user
+    assert f"### Starting point: ledger #{best['id']} (rmsnorm_bf16_h4096, " in user
     assert "its `run` takes this task's inputs unchanged" in user
     with sqlite3.connect(db) as con:
         (sol_a,) = con.execute("SELECT solution FROM candidates WHERE id = ?", (best["id"],)).fetchone()

@@ -191,9 +191,10 @@ def _memory_section(ctx: Context) -> str:
         fits = entry_fits(start, ctx.task.definition.model_dump(mode="json"))
         how = ("its `run` takes this task's inputs unchanged" if fits else
                "it was written for other inputs: adapt its signature and shapes to this task's reference")
-        lines.append(f"\n### Starting point: ledger #{start.candidate_id} ({start.task}, "
-                     f"{start.speedup_vs_baseline:.3f}x there)\nStart from this source unless you have a better "
-                     f"plan; {how}. Speedups of another task are not this task's.")
+        where = (f"this task in an earlier run, {start.speedup_vs_baseline:.3f}x" if start.same_task else
+                 f"{start.task}, {start.speedup_vs_baseline:.3f}x there; another task's speedup is not this one's")
+        lines.append(f"\n### Starting point: ledger #{start.candidate_id} ({where})\n"
+                     f"Start from this source unless you have a better plan; {how}.")
         srcs = start.solution.get("sources") or []
         if len(srcs) == 1:
             lines.append(_fence(_clip(srcs[0].get("content") or "", SOURCE_LIMIT), _lang_of(srcs[0].get("path", ""))))
