@@ -5,13 +5,15 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import shutil
 import sys
 
 from mcp import ClientSession, StdioServerParameters, stdio_client
 
-from conftest import ROOT, TASKS, small_task
+from conftest import FIXTURES, ROOT, TASKS, small_task
 
-TOOLS = {"task_info", "evaluate", "evaluate_source", "ledger_runs", "ledger_run"}
+TOOLS = {"task_info", "evaluate", "evaluate_source", "ledger_runs", "ledger_run", "knowledge_search", "knowledge_page",
+         "ledger_similar"}
 
 
 def _data(result) -> dict:
@@ -54,6 +56,19 @@ async def _session_checks(params: StdioServerParameters, task, tmp_path) -> None
         runs = _data(await session.call_tool("ledger_runs", {}))
         assert runs["runs"] == [] and runs["ledger"].endswith("ledger.db")
         assert "no run 7" in _error_text(await session.call_tool("ledger_run", {"run_id": 7}))
+
+        found = _data(await session.call_tool("knowledge_search", {"query": "fp8 conversion", "op_type": "quantize",
+                                                                    "device": "NVIDIA H200", "limit": 3}))
+        assert found["hits"][0]["id"].startswith("fp8-") and found["hits"][0]["claim"]
+        page = _data(await session.call_tool("knowledge_page", {"page": found["hits"][0]["id"]}))
+        assert set(page["sections"]) >= {"Claim", "Evidence", "How to apply"} and "results/" in page["sections"]["Evidence"]
+        assert "no page has that id" in _error_text(await session.call_tool("knowledge_page", {"page": "nope"}))
+        shutil.copy(FIXTURES / "ledgers" / "h200_design.db", tmp_path / "h200.db")
+        similar = _data(await session.call_tool("ledger_similar", {
+            "task_dir": str(TASKS / "kmeans_assign"), "db": f"sqlite:///{tmp_path / 'h200.db'}", "device": "H200",
+            "limit": 1}))
+        (best,) = similar["similar"]
+        assert best["candidate_id"] == 19 and best["entry_fits"] and "@triton.jit" in best["sources"][0]["content"]
 
         missing = tmp_path / "no_such_task"
         assert str(missing) in _error_text(await session.call_tool("task_info", {"task_dir": str(missing)}))

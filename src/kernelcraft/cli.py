@@ -215,6 +215,11 @@ def eval_cmd(
 
 ledger_app = typer.Typer(no_args_is_help=True, help="The ledger: runs, candidates, verdicts, promotions.")
 app.add_typer(ledger_app, name="ledger")
+
+from kernelcraft.knowledge.cli import knowledge_app, ledger_similar  # noqa: E402 - after the apps it joins
+
+app.add_typer(knowledge_app, name="knowledge")
+ledger_app.command("similar")(ledger_similar)
 DB_HELP = "SQLAlchemy URL of the ledger (default: KERNELCRAFT_DB, else sqlite:///.kernelcraft/ledger.db)"
 
 
@@ -235,6 +240,7 @@ def optimize_cmd(
     workers: Annotated[int | None, typer.Option(help=WORKERS_HELP)] = None,
     executor: Annotated[str, typer.Option(help=EXECUTOR_HELP)] = "local",
     no_overlap: Annotated[bool, typer.Option("--no-overlap", help=OVERLAP_HELP)] = False,
+    memory: Annotated[bool, typer.Option("--memory/--no-memory", help="offer the agent what worked on similar tasks in this ledger (same op type or stage tags, same hardware) as starting points; a tuner without TUNABLES of its own starts from such a candidate")] = True,
 ) -> None:
     """Let an agent propose kernels; the gauntlet judges each; the ledger remembers every one."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -251,7 +257,7 @@ def optimize_cmd(
         _fail_input(e)
     dev = _device(device)
     try:
-        proposer = make_agent(agent, task)
+        proposer = make_agent(agent, task, from_memory=memory)
     except (AgentError, InputError) as e:
         err.print(f"[red]agent[/]: {escape(str(e))}", highlight=False)
         raise typer.Exit(2) from None
@@ -266,6 +272,9 @@ def optimize_cmd(
         def on_event(kind: str, data: dict) -> None:
             if kind == "run":
                 progress.update(bar, description=f"run {data['run_id']}: {task.definition.name} with {proposer.name}")
+            elif kind == "memory":
+                start = f"; starting point: candidate {data['start']}" if data["start"] is not None else ""
+                progress.console.print(f"  ledger memory: similar candidates {data['similar']}{start}", highlight=False)
             elif kind == "evaluating":
                 progress.console.print(f"  candidate {data['id']}: {escape(data['name'])} ...", highlight=False)
             elif kind == "evaluated":
@@ -281,7 +290,8 @@ def optimize_cmd(
 
         try:
             result = optimize(task, proposer, ledger, OptimizeOptions(device=dev, budget=budget, target=target,
-                                                                      eval=eval_opts), resume=resume, on_event=on_event)
+                                                                      eval=eval_opts, memory=memory),
+                              resume=resume, on_event=on_event)
         except AgentError as e:
             err.print(f"[red]agent[/]: {escape(str(e))}", highlight=False)
             raise typer.Exit(2) from None
@@ -430,15 +440,18 @@ def _print_dag(result: dict) -> None:
     from rich.tree import Tree
 
     children: dict = {}
+    ids = {c["id"] for c in result["candidates"]}
     for c in result["candidates"]:
-        children.setdefault(c["parent"], []).append(c)
+        # a parent outside this run (a starting point from the ledger's memory) roots its child here
+        children.setdefault(c["parent"] if c["parent"] in ids else None, []).append(c)
     tree = Tree(f"run {result['run_id']} DAG")
 
     def add(node, parent_id):
         for c in children.get(parent_id, []):
             sp = f" {c['speedup_vs_baseline']:.3f}x" if c["speedup_vs_baseline"] else ""
             star = " (promoted)" if c["id"] == result["promoted"] else ""
-            add(node.add(f"{c['id']} {c['status']}{sp}{star} {escape(c['strategy'][:60])}"), c["id"])
+            origin = f" (from ledger candidate {c['parent']})" if c["parent"] is not None and c["parent"] not in ids else ""
+            add(node.add(f"{c['id']} {c['status']}{sp}{star}{origin} {escape(c['strategy'][:60])}"), c["id"])
 
     add(tree, None)
     console.print(tree)

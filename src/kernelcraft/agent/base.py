@@ -4,10 +4,13 @@ the tuner or a folder of files all turn a :class:`Context` into a :class:`Propos
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from kernelcraft.solution.model import Solution
 from kernelcraft.task.loader import Task
+
+if TYPE_CHECKING:
+    from kernelcraft.ledger.memory import Worked
 
 
 @dataclass
@@ -32,6 +35,9 @@ class Context:
     device: str
     brief: str  # the contract in words: axes, inputs, outputs, tolerances, workloads, baseline timing
     history: list[CandidateView] = field(default_factory=list)  # every candidate, oldest first
+    hardware: str = ""  # the device's name as records give it ("NVIDIA H200"), for the knowledge pages
+    similar: list[Worked] = field(default_factory=list)  # what worked on similar tasks (the ledger's memory)
+    starting_point: Worked | None = None  # the one of ``similar`` offered to start from, if any
 
     @property
     def frontier(self) -> list[CandidateView]:
@@ -42,6 +48,16 @@ class Context:
     @property
     def last(self) -> CandidateView | None:
         return self.history[-1] if self.history else None
+
+    @property
+    def default_parent(self) -> int | None:
+        """What a model-written proposal derives from: the best candidate so far, else the last one,
+        else the ledger candidate offered as the starting point (lineage across runs)."""
+        if self.frontier:
+            return self.frontier[0].id
+        if self.last:
+            return self.last.id
+        return self.starting_point.candidate_id if self.starting_point else None
 
 
 @dataclass
@@ -58,6 +74,10 @@ class Agent(Protocol):
     def propose(self, ctx: Context) -> Proposal | None:
         """The next candidate, or None when this agent has nothing more to try."""
         ...
+
+    # Optional: ``offer(similar: list[Worked], definition: dict) -> None``, called once before the
+    # baseline is evaluated with what worked on similar tasks; it may raise AgentError when the
+    # agent cannot work with what it has (the tuner without TUNABLES of its own or offered).
 
 
 class AgentError(Exception):

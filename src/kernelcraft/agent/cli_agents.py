@@ -17,10 +17,10 @@ The command lines (flags as documented by each CLI):
 
 - Claude Code ("Run Claude Code programmatically", code.claude.com/docs/en/headless, and the CLI
   reference): ``claude -p PROMPT --output-format json --permission-mode acceptEdits
-  --allowedTools "Read,Write,Edit,Glob,Grep,Skill,Bash(kernelcraft eval *),Bash(kernelcraft task check *)"``.
+  --allowedTools "Read,Write,Edit,Glob,Grep,Skill,Bash(kernelcraft eval *),Bash(kernelcraft task check *),Bash(kernelcraft knowledge *)"``.
   ``-p`` runs non-interactively and prints the result; ``json`` output carries the final text in
   ``result``; ``acceptEdits`` lets it write files in the working directory without a prompt;
-  ``--allowedTools`` pre-approves reading, searching, the skill and the two kernelcraft commands,
+  ``--allowedTools`` pre-approves reading, searching, the skill and the kernelcraft commands (eval, task check, knowledge),
   so nothing waits for an approval (a tool that is not allowed is refused, not asked about).
   The prompt comes right after ``-p`` because ``--allowedTools`` takes a variable number of values.
 - Codex ("Non-interactive mode", developers.openai.com/codex/noninteractive, and codex's
@@ -202,7 +202,7 @@ class _CLIAgent:
                          + (f": {solution.description}" if solution.description else ""))
         if len(plan) > PLAN_LIMIT:
             plan = plan[:PLAN_LIMIT].rstrip() + " ... (plan truncated)"
-        parent = ctx.frontier[0].id if ctx.frontier else (ctx.last.id if ctx.last else None)
+        parent = ctx.default_parent
         return Proposal(solution=solution, parent=parent, plan=plan, strategy=strategy_line(plan))
 
 
@@ -215,7 +215,8 @@ class ClaudeCodeAgent(_CLIAgent):
     install_hint = "npm install -g @anthropic-ai/claude-code"
     skill_target: Target = "claude"
     allowed_tools = ("Read", "Write", "Edit", "Glob", "Grep", "Skill",
-                     "Bash(kernelcraft eval *)", "Bash(kernelcraft task check *)")
+                     "Bash(kernelcraft eval *)", "Bash(kernelcraft task check *)",
+                     "Bash(kernelcraft knowledge *)")
 
     def command(self, workspace: Path, scratch: Path) -> list[str]:
         return [self.executable, "-p", PROMPT, "--output-format", "json",

@@ -27,9 +27,7 @@ def _slug(text: str) -> str:
 
 
 def _parent(ctx: Context) -> int | None:
-    if ctx.frontier:
-        return ctx.frontier[0].id
-    return ctx.last.id if ctx.last else None
+    return ctx.default_parent
 
 
 def _proposal(agent: _ModelAgent, ctx: Context, reply: str, truncated: bool) -> Proposal:

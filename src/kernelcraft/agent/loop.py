@@ -26,6 +26,7 @@ from kernelcraft.errors import InputError, Problem
 from kernelcraft.gauntlet import Options, baseline_solution
 from kernelcraft.gauntlet.evaluate import Prepared, executor_for, new_report, prepare
 from kernelcraft.gauntlet.records import SolutionResult
+from kernelcraft.ledger.memory import Worked, entry_fits, similar
 from kernelcraft.ledger.store import Ledger
 from kernelcraft.solution.model import Solution
 from kernelcraft.task.loader import Task
@@ -40,9 +41,13 @@ class OptimizeOptions:
     budget: int = 8  # candidates to evaluate, the baseline not counted
     target: float | None = None  # stop once a candidate reaches this speedup over the baseline
     eval: Options | None = None
+    memory: bool = True  # offer what worked on similar tasks (the ledger) as starting points
+    memory_limit: int = 5  # similar candidates shown to the agent
 
 
-def make_agent(spec: str, task: Task) -> Agent:
+def make_agent(spec: str, task: Task, from_memory: bool = False) -> Agent:
+    """The agent ``spec`` names. ``from_memory``: a tuner may start from the ledger's memory when the
+    task has no tunable solution of its own (it is offered one before the run starts)."""
     kind, _, arg = spec.partition(":")
     if kind == "tuner":
         from kernelcraft.agent.tuner import TunerAgent
@@ -52,7 +57,7 @@ def make_agent(spec: str, task: Task) -> Agent:
             if not path.exists():
                 raise AgentError(f"tuner:{arg}: no such file; give the solution whose TUNABLES to search")
             return TunerAgent([path], task.definition.name)
-        return TunerAgent(task.solution_paths(), task.definition.name)
+        return TunerAgent(task.solution_paths(), task.definition.name, from_memory=from_memory)
     if kind == "files" and arg:
         from kernelcraft.agent.files import FilesAgent
 
@@ -97,25 +102,46 @@ def _view(c) -> CandidateView:
                          solution=Solution.model_validate(c.solution))
 
 
+def recall(ledger: Ledger, task: Task, hardware: str | None, limit: int = 5,
+           exclude_run: int | None = None) -> tuple[list[Worked], Worked | None]:
+    """What worked on tasks like this one on ``hardware``, and the starting point among them: the
+    first whose entry point takes this task's inputs unchanged, else the best."""
+    definition = task.definition.model_dump(mode="json")
+    found = similar(ledger, definition, hardware=hardware, limit=limit, exclude_run=exclude_run)
+    start = next((w for w in found if entry_fits(w, definition)), found[0] if found else None)
+    return found, start
+
+
 def optimize(task: Task, agent: Agent, ledger: Ledger, opts: OptimizeOptions, resume: int | None = None,
              on_event: Callable[[str, dict], None] | None = None) -> dict:
     emit = on_event or (lambda kind, data: None)
     eval_opts = opts.eval or Options(device=opts.device)
-    if resume is None:
-        run_id = ledger.new_run(task.definition.name, str(task.root), task.definition.to_json_dict(), agent.name,
-                                opts.device, opts.budget, {"target": opts.target})
-    else:
+    if resume is not None:
         run = ledger.run(resume)
         if run is None:
             raise InputError(Problem("--resume", str(resume), "no such run in the ledger", "see `kernelcraft ledger show`"))
         if run.task.name != task.definition.name:
             raise InputError(Problem("--resume", str(resume), f"run {resume} is for task {run.task.name!r}",
                                      f"pass that task's folder, not {task.root}"))
-        run_id = run.id
-        ledger.reopen(run_id)
-    emit("run", {"run_id": run_id})
 
     header, cal = new_report(task, eval_opts, 0)  # each candidate's record gets a seed of its own
+    hardware = header.environment.get("hardware") or opts.device
+    # Before anything is spent: what worked on similar tasks here (the run itself left out on resume).
+    worked, start = recall(ledger, task, hardware, opts.memory_limit, resume) if opts.memory else ([], None)
+    offer = getattr(agent, "offer", None)
+    if offer is not None:
+        offer(worked, task.definition.model_dump(mode="json"))  # AgentError: a misconfiguration, nothing spent
+    if resume is None:
+        run_id = ledger.new_run(task.definition.name, str(task.root), task.definition.to_json_dict(), agent.name,
+                                opts.device, opts.budget,
+                                {"target": opts.target, "memory": [w.candidate_id for w in worked],
+                                 "starting_point": start.candidate_id if start else None})
+    else:
+        run_id = resume
+        ledger.reopen(run_id)
+    emit("run", {"run_id": run_id})
+    if worked:
+        emit("memory", {"similar": [w.candidate_id for w in worked], "start": start.candidate_id if start else None})
     ex = executor_for(eval_opts)
     ex.expect_more = True  # the next candidate's worker starts warm
     header.executor = ex.describe()
@@ -186,7 +212,8 @@ def optimize(task: Task, agent: Agent, ledger: Ledger, opts: OptimizeOptions, re
                 continue
             base_row = next(c for c in run.candidates if c.agent == "baseline")
             base_res = SolutionResult.model_validate(base_row.evaluation["solutions"][0]) if base_row.evaluation else None
-            ctx = Context(task=task, device=opts.device, brief=brief(task, opts.device, base_res), history=views)
+            ctx = Context(task=task, device=opts.device, brief=brief(task, opts.device, base_res), history=views,
+                          hardware=hardware, similar=worked, starting_point=start)
             try:
                 proposal = agent.propose(ctx)
             except AgentError as e:

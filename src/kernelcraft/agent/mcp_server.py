@@ -27,11 +27,14 @@ from kernelcraft.errors import InputError
 
 INSTRUCTIONS = """\
 kernelcraft verifies and measures GPU kernels against a task contract. Workflow: call task_info on the
-task folder (contract, reference, baseline, workloads); write a candidate (a .py with a value-returning
-`run` taking the reference's inputs, usually launching a @triton.jit kernel); submit it with
-evaluate_source (or evaluate for a file); read status, gate and reason, fix, submit again. Do not write
-your own timing or correctness checks: the gauntlet's verdict (fresh random inputs, holdout shapes,
-integrity checks, interleaved timing) is the only one that counts."""
+task folder (contract, reference, baseline, workloads); research before writing: knowledge_search for
+the team's measured techniques and traps (op type, device, words such as "fp8 conversion"; read a page
+with knowledge_page) and ledger_similar for what worked on similar tasks (their best candidates,
+strategies, speedups and sources); write a candidate (a .py with a value-returning `run` taking the
+reference's inputs, usually launching a @triton.jit kernel); submit it with evaluate_source (or
+evaluate for a file); read status, gate and reason, fix, submit again. Do not write your own timing or
+correctness checks: the gauntlet's verdict (fresh random inputs, holdout shapes, integrity checks,
+interleaved timing) is the only one that counts."""
 
 
 def _tool_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -178,6 +181,48 @@ def build_server(db: str | None = None) -> MCPServer:
                 c.update(gate=row.gate, reason=row.reason, feedback=row.feedback)
             result.update(ledger=ledger.url, device=run.device, run_status=run.status, created_at=run.created_at)
             return result
+        finally:
+            ledger.engine.dispose()
+
+    @server.tool()
+    @_tool_errors
+    def knowledge_search(query: str, tags: list[str] | None = None, op_type: str | None = None,
+                         device: str | None = None, limit: int = 5) -> dict[str, Any]:
+        """Search the knowledge base: pages of measured techniques and traps (claim, conditions,
+        evidence, other GPUs, how to apply), ranked by BM25 over title, tags and text. tags: all must
+        be on the page; op_type: e.g. rmsnorm, softmax, quantize, kmeans (pages for any op pass too);
+        device: e.g. "NVIDIA H200", A100, hopper. Returns each hit's id, title, confidence and claim."""
+        from kernelcraft import knowledge
+
+        hits = knowledge.search(query, tags=tags, op_type=op_type, device=device, limit=limit)
+        return {"query": query, "hits": [h.to_dict() for h in hits]}
+
+    @server.tool()
+    @_tool_errors
+    def knowledge_page(page: str) -> dict[str, Any]:
+        """One knowledge page by id (from knowledge_search): its front matter and all five sections,
+        the evidence with the record paths and numbers it rests on."""
+        from kernelcraft import knowledge
+
+        return knowledge.find(page).to_dict()
+
+    @server.tool()
+    @_tool_errors
+    def ledger_similar(task_dir: str, device: str | None = None, db: str | None = None, limit: int = 5,
+                       with_source: bool = True) -> dict[str, Any]:
+        """What worked on tasks similar to task_dir's (same op type or stage tags) in the ledger: the
+        best PASSED candidates, their strategy notes, descriptions, speedups over their own baselines,
+        the hardware they ran on, whether their `run` takes this task's inputs unchanged (entry_fits),
+        and with_source their source files, to start from. device: a hardware name ("NVIDIA H200",
+        H200) or cpu/cuda; default any."""
+        from kernelcraft.ledger.memory import entry_fits, similar
+
+        definition = _load(task_dir).definition.model_dump(mode="json")
+        ledger = Ledger(db or default_db)
+        try:
+            found = similar(ledger, definition, hardware=device, limit=limit)
+            return {"task": definition["name"], "ledger": ledger.url, "similar": [
+                {**w.to_dict(with_source=with_source), "entry_fits": entry_fits(w, definition)} for w in found]}
         finally:
             ledger.engine.dispose()
 

@@ -1,9 +1,11 @@
 """What a model is told, and how its reply becomes a candidate.
 
 One self-contained request per proposal (no chat memory): the system text states the role and the
-rules the gauntlet enforces; the user text carries the brief, the reference, the baseline, the best
-candidates so far and the most recent candidate with its feedback. Every part is clipped, so the
-prompt stays bounded however long the run.
+rules the gauntlet enforces; the user text carries the brief, the reference, the baseline, the
+knowledge pages that match the task's op type and device, what worked on similar tasks (the
+ledger's memory, with the starting point's source until the run has a passing candidate of its
+own), the best candidates so far and the most recent candidate with its feedback. Every part is
+clipped, so the prompt stays bounded however long the run.
 
 A reply is a short plan followed by the complete solution file as its last fenced code block.
 """
@@ -23,6 +25,9 @@ FEEDBACK_LIMIT = 6_000  # characters of one candidate's feedback
 BRIEF_LIMIT = 8_000
 PLAN_LIMIT = 2_000
 FRONTIER_SHOWN = 2
+KNOWLEDGE_PAGES = 3  # knowledge pages shown, each clipped to KNOWLEDGE_PAGE_LIMIT characters
+KNOWLEDGE_PAGE_LIMIT = 1_500
+SIMILAR_SHOWN = 5  # one line each
 HISTORY_LINES = 12  # one-line summaries of earlier candidates
 ENTRY_FILE = "solution.py"
 
@@ -111,6 +116,12 @@ def brief_and_history_prompt(ctx: Context) -> tuple[str, str]:
     except OSError as e:
         baseline = f"(baseline not readable: {e})"
     parts.append("## Baseline (what to beat)\n" + _fence(_clip(baseline, SOURCE_LIMIT)))
+    knowledge = _knowledge_section(ctx)
+    if knowledge:
+        parts.append(knowledge)
+    memory = _memory_section(ctx)
+    if memory:
+        parts.append(memory)
 
     history = ctx.history
     best = ctx.frontier[:FRONTIER_SHOWN]
@@ -145,9 +156,62 @@ def brief_and_history_prompt(ctx: Context) -> tuple[str, str]:
     return _system_text(), "\n\n".join(parts)
 
 
+def _knowledge_section(ctx: Context) -> str:
+    """The team's measured pages for this op type and device (``kernelcraft knowledge``)."""
+    from kernelcraft import knowledge
+    from kernelcraft.errors import InputError
+
+    try:
+        pages = knowledge.for_task(ctx.task.definition, ctx.hardware or ctx.device, limit=KNOWLEDGE_PAGES)
+    except InputError as e:  # no pages installed: say so rather than silently dropping the section
+        return f"## What the team measured (knowledge base)\n(not available: {e})"
+    if not pages:
+        return ""
+    where = f" on {ctx.hardware}" if ctx.hardware else ""
+    head = (f"## What the team measured (knowledge base)\nPages matching {ctx.task.definition.op_type}{where}, "
+            "each with its evidence in the repository (`kernelcraft knowledge search WORDS` finds more):")
+    return "\n\n".join([head, *(knowledge.prompt_text(p, KNOWLEDGE_PAGE_LIMIT) for p in pages)])
+
+
+def _memory_section(ctx: Context) -> str:
+    """What worked on similar tasks on this device, and the starting point's source while the run
+    has no passing candidate of its own."""
+    if not ctx.similar:
+        return ""
+    lines = ["## What worked on similar tasks (the ledger)"]
+    for w in ctx.similar[:SIMILAR_SHOWN]:
+        why = ", ".join(w.shared)
+        note = w.description or w.strategy or "(no note)"
+        lines.append(f"- ledger #{w.candidate_id} on {w.task} ({why}), {w.hardware}: {w.speedup_vs_baseline:.3f}x "
+                     f"its baseline; {note}" + (f" [strategy: {w.strategy}]" if w.strategy and w.description else ""))
+    start = ctx.starting_point
+    if start is not None and not ctx.frontier:
+        from kernelcraft.ledger.memory import entry_fits
+
+        fits = entry_fits(start, ctx.task.definition.model_dump(mode="json"))
+        how = ("its `run` takes this task's inputs unchanged" if fits else
+               "it was written for other inputs: adapt its signature and shapes to this task's reference")
+        where = (f"this task in an earlier run, {start.speedup_vs_baseline:.3f}x" if start.same_task else
+                 f"{start.task}, {start.speedup_vs_baseline:.3f}x there; another task's speedup is not this one's")
+        lines.append(f"\n### Starting point: ledger #{start.candidate_id} ({where})\n"
+                     f"Start from this source unless you have a better plan; {how}.")
+        srcs = start.solution.get("sources") or []
+        if len(srcs) == 1:
+            lines.append(_fence(_clip(srcs[0].get("content") or "", SOURCE_LIMIT), _lang_of(srcs[0].get("path", ""))))
+        else:
+            per = max(SOURCE_LIMIT // max(len(srcs), 1), 1000)
+            lines += [f"{x.get('path')}:\n{_fence(_clip(x.get('content') or '', per), _lang_of(x.get('path', '')))}"
+                      for x in srcs]
+    return "\n".join(lines)
+
+
 def _next_step(ctx: Context) -> str:
     last, best = ctx.last, (ctx.frontier[0] if ctx.frontier else None)
     if last is None:
+        if ctx.starting_point is not None:
+            return (f"Write a first kernel that is correct on every allowed shape and reasonably fast, "
+                    f"starting from ledger #{ctx.starting_point.candidate_id} above and the knowledge pages; "
+                    "correctness first.")
         return ("Write a first kernel that is correct on every allowed shape and reasonably fast; "
                 "correctness first.")
     if last.status == "PENDING":

@@ -60,12 +60,28 @@ decides whether it is.
    `README.md`, `definition.json` (the `reference` is the definition of correct) and
    `baseline.py`. Note the input order of `run`, the output shapes and dtypes, the constraints
    (every shape they allow is tested, not only the listed workloads) and the tolerance.
-2. **Plan before code.** Write down in a few lines the approach (tiling, what stays in registers,
-   the reduction order, the launch grid) and why it should be both correct and fast. The first
-   line is a one-line summary of the strategy.
-3. **Write ONE solution file** (see `references/solution-format.md`): a bare `.py` whose
+2. **Search before you write.** The team's measured techniques and traps are one command away:
+
+   ```
+   kernelcraft knowledge search "WORDS" --op-type OP_TYPE --device "NVIDIA H200"
+   kernelcraft knowledge show PAGE
+   kernelcraft ledger similar TASK_DIR --device "NVIDIA H200" --json --source
+   ```
+
+   Search with the task's op type (from `definition.json`) and the words of what you plan
+   (`"fp8 conversion"`, `"row reduction registers"`, `"cuda graph decode"`, `"tf32 precision"`).
+   Each page gives a claim, the conditions it was measured under, the evidence (a record and its
+   numbers), what differs on other GPUs and how to apply it; its `confidence` says whether it was
+   measured here, cited, or is a hypothesis. `ledger similar` lists the best candidates of similar
+   tasks (same op type or stage tags) with their strategies and speedups; start from the best one
+   whose `entry_fits` is true, or adapt one that is not. (MCP: `knowledge_search`,
+   `knowledge_page`, `ledger_similar`.)
+3. **Plan before code.** Write down in a few lines the approach (tiling, what stays in registers,
+   the reduction order, the launch grid) and why it should be both correct and fast, naming the
+   pages or ledger candidates it builds on. The first line is a one-line summary of the strategy.
+4. **Write ONE solution file** (see `references/solution-format.md`): a bare `.py` whose
    value-returning `run` launches your own `@triton.jit` kernel(s) is the simplest form.
-4. **Evaluate it only with the gauntlet:**
+5. **Evaluate it only with the gauntlet:**
 
    ```
    kernelcraft eval TASK_DIR SOLUTION --device cuda|cpu --json result.json
@@ -76,12 +92,12 @@ decides whether it is.
    solutions are compiled with nvcc and then skipped for running). Useful options:
    `--no-timing` (correctness only, faster), `--workload UUID_PREFIX` (one workload),
    `--seed N` (replay the inputs of an earlier run, from its record), `--timeout S`.
-5. **Read the verdict and the feedback**: the printed verdict table, then `result.json`:
+6. **Read the verdict and the feedback**: the printed verdict table, then `result.json`:
    `solutions[0].status`, `gate`, `reason` (it names the failing workload, the worst element and
    by how much, or the compiler's message), `speedup_vs_baseline`, and per workload
    `max_abs_error`, `max_rel_error`, `latency_ms` vs `baseline_latency_ms`. What each status
    means and what to do about it: `references/verdicts.md`.
-6. **Iterate**: fix the cause the verdict names (never paper over it), or, once `PASSED`, find
+7. **Iterate**: fix the cause the verdict names (never paper over it), or, once `PASSED`, find
    where time goes (memory traffic, launches, occupancy, block sizes, warps) and try one clear
    improvement at a time, re-evaluating after each change.
 

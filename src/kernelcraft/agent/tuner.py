@@ -7,6 +7,12 @@ device); then coordinate moves from the best configuration so far (one tunable c
 the parent being the best candidate); when every neighbour of the best has been tried, random
 configurations not yet tried; None when the space is exhausted. Everything it needs is re-read
 from the run's history, so a resumed run continues the same search.
+
+Where it starts: a solution of the task's own ``solutions/`` that declares TUNABLES (or the file of
+``tuner:FILE``). A task without one can start from the ledger's memory (``from_memory``): the best
+candidate of a similar task, evaluated on the same hardware, whose source declares TUNABLES and
+whose entry point fits this task's inputs (:func:`kernelcraft.ledger.memory.entry_fits`). Its first
+proposal is that candidate's own configuration, measured on this task, with the candidate as parent.
 """
 
 from __future__ import annotations
@@ -14,6 +20,7 @@ from __future__ import annotations
 import ast
 import itertools
 import random
+import re
 from pathlib import Path
 
 from kernelcraft.agent.base import AgentError, Context, Proposal
@@ -61,23 +68,59 @@ def with_config(text: str, config: dict) -> str:
     return text[:start] + repr(dict(config)) + text[end:]
 
 
+NO_TUNABLES = ("no solution in the task's solutions/ declares TUNABLES and CONFIG as module-level "
+               "dict literals; add them to a solution (see kernelcraft/agent/tuner.py)")
+
+
 class TunerAgent:
     name = "tuner"
 
-    def __init__(self, task_paths: list[Path], definition: str, seed: int = 0):
+    def __init__(self, task_paths: list[Path], definition: str, seed: int = 0, from_memory: bool = False):
         self.base: Solution | None = None
+        self.definition = definition
+        self.seed_parent: int | None = None  # the ledger candidate the search started from, if any
+        self.seed_note = ""
         for p in task_paths:
             sol = load_solution(p, definition)
             entry = next(s for s in sol.sources if s.path == sol.spec.entry_file)
             found = tunables_of(entry.content)
             if found:
-                self.base, (self.space, self.start) = sol, found
-                self.entry = entry
+                self._use(sol, entry, found)
                 break
-        if self.base is None:
-            raise AgentError("no solution in the task's solutions/ declares TUNABLES and CONFIG as module-level "
-                             "dict literals; add them to a solution (see kernelcraft/agent/tuner.py)")
+        if self.base is None and not from_memory:
+            raise AgentError(NO_TUNABLES)
         self.rng = random.Random(seed)
+
+    def _use(self, sol: Solution, entry: SourceFile, found: tuple[dict, dict]) -> None:
+        self.base, (self.space, self.start) = sol, found
+        self.entry = entry
+
+    def offer(self, similar: list, definition: dict) -> None:
+        """Without TUNABLES of its own, start from the first of ``similar`` (best first) that is
+        tunable and whose entry point fits ``definition``; AgentError when none is."""
+        if self.base is not None:
+            return
+        from kernelcraft.ledger.memory import entry_fits
+
+        for w in similar:
+            spec = w.solution.get("spec") or {}
+            if spec.get("language") not in ("python", "triton") or not entry_fits(w, definition):
+                continue
+            found = tunables_of(w.entry_source())
+            if not found:
+                continue
+            # a tuner child's name carries its configuration ("name[A=1]"); its own children get theirs
+            name = re.sub(r"\[[^\[\]]*\]$", "", w.solution.get("name", "")) or "seed"
+            sol = Solution.model_validate({**w.solution, "definition": self.definition, "name": name})
+            entry = next(s for s in sol.sources if s.path == sol.spec.entry_file)
+            self._use(sol, entry, found)
+            self.seed_parent = w.candidate_id
+            self.seed_note = (f"start from ledger candidate {w.candidate_id} of {w.task} "
+                              f"({w.speedup_vs_baseline:.3f}x there, on {w.hardware})")
+            return
+        looked = f" (the ledger offered {len(similar)} candidates of similar tasks; none is tunable with a fitting entry point)" \
+            if similar else " and the ledger has no tunable candidate of a similar task on this device"
+        raise AgentError(NO_TUNABLES + looked)
 
     def _config_of(self, sol: Solution) -> dict | None:
         entry = next((s for s in sol.sources if s.path == self.entry.path), None)
@@ -94,6 +137,8 @@ class TunerAgent:
         return Proposal(solution=sol, parent=parent, plan=f"{why}: bind CONFIG = {full!r}", strategy=f"tune {tag}")
 
     def propose(self, ctx: Context) -> Proposal | None:
+        if self.base is None:
+            raise AgentError(NO_TUNABLES)
         mine = [c for c in ctx.history if c.agent == self.name]
         tried = {}
         for c in mine:
@@ -102,7 +147,8 @@ class TunerAgent:
                 tried[_key(cfg)] = c
         start_key = _key(self.start)
         if start_key not in tried:
-            return self._child(self.start, None, "measure the starting configuration")
+            why = self.seed_note or "measure the starting configuration"
+            return self._child(self.start, self.seed_parent, why)
         ok = [c for c in mine if c.status == "PASSED" and c.speedup_vs_baseline]
         best = max(ok, key=lambda c: c.speedup_vs_baseline) if ok else tried[start_key]
         best_cfg = self._config_of(best.solution)
