@@ -110,6 +110,7 @@ def eval_cmd(
     seed: Annotated[int | None, typer.Option(help="replay the inputs of an earlier run (its recorded seed)")] = None,
     with_compile: Annotated[bool, typer.Option("--with-compile", help="add a row: the reference under torch.compile, one graph per shape (on by default with peers)")] = False,
     compile_mode: Annotated[list[str] | None, typer.Option("--compile-mode", help="torch.compile rows to add, repeatable: default, max-autotune-no-cudagraphs, reduce-overhead, max-autotune, or dynamic (one graph with symbolic sizes: the weak old row)")] = None,
+    confirm: Annotated[bool, typer.Option("--confirm/--no-confirm", help="GPU: confirm each candidate's timing with Nsight Compute from outside its process (without it no GPU candidate is promotable)")] = True,
     peers: Annotated[bool | None, typer.Option("--peers/--no-peers", help="time the task's peers (peers/*.py) and torch.compile in the same run; default: on for cuda, off for cpu")] = None,
     with_baseline: Annotated[bool, typer.Option("--with-baseline", help="add the baseline row also when SOLUTIONS are named")] = False,
     workload: Annotated[list[str] | None, typer.Option(help="only workloads whose uuid starts with this (repeatable)")] = None,
@@ -183,7 +184,8 @@ def eval_cmd(
     opts = Options(device=dev, seed=seed, workload_timeout_s=timeout, cpu_max_mb=cpu_max_mb,
                    time_it=not no_timing, timing={"budget_ms": budget_ms} if budget_ms else None,
                    workloads=workload, calibrate=not no_calibrate, executor=executor,
-                   devices=_devices(devices), workers=workers, overlap=not no_overlap, sanitize=tools)
+                   devices=_devices(devices), workers=workers, overlap=not no_overlap, sanitize=tools,
+                   confirm=confirm)
 
     def save(report) -> None:
         # Rewritten after every solution, atomically: an interrupted run keeps what it measured.

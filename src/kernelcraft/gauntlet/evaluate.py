@@ -48,6 +48,9 @@ class Options:
     workers: int | None = None  # with device "cpu": CPU workers side by side; None: the default (1)
     overlap: bool = True  # on a GPU, build the next candidate while the current one holds the GPU
     sanitize: tuple[str, ...] = ()  # compute-sanitizer tools run on candidates that pass (CUDA only)
+    # GPU: confirm each candidate's timing out of process with Nsight Compute (gauntlet/confirm.py);
+    # without it a GPU candidate is not promotable. `eval` asks for it; the design loop at promotion.
+    confirm: bool = False
 
 
 def static_gate_off() -> bool:
@@ -301,7 +304,8 @@ def prepare(task: Task, role: str, sol: Solution, path: str, seed: int, opts: Op
                    seed=seed, workload_uuids=[w.uuid for w in runnable],
                    log_path=str(Path(prep.logdir.name) / "worker.log"),
                    time_it=opts.time_it, timing=opts.timing or {},
-                   holdouts=[h.model_dump(mode="json") for h in holdouts], options=dict(options or {}))
+                   holdouts=[h.model_dump(mode="json") for h in holdouts],
+                   options=dict(options or {}) | ({"confirm": opts.confirm} if role == "candidate" else {}))
     prep.timeouts = (opts.build_timeout_s or limits.build_timeout_s,
                      opts.workload_timeout_s or limits.workload_timeout_s)
     # The judge's own deadlines for its runner's replies sit inside the pool's for the judge's phases.

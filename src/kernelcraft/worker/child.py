@@ -407,7 +407,7 @@ def _run(conn, job: Job, runner) -> None:
         confirmer = None
         if isinstance(subject, RemoteSubject):
             subject.release = False  # alone on the GPU until the end: nothing to give up for a compile
-            if on_gpu and job.options.get("confirm", True):
+            if on_gpu and job.options.get("confirm", False):
                 confirmer = _Confirmer(job, judge, definition)
                 if confirmer.error:
                     send(conn, "meta", {"confirmation": {"confirmed": False, "reason": confirmer.error}})
