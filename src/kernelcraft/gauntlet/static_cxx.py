@@ -394,10 +394,11 @@ def expand(solution: Solution) -> Expanded:
 _dump_memo: dict[str, str] = {}
 
 
-def _system_prefix(text: str, own: set[str], unit: str) -> int:
+def _system_prefix(text: str, own: set[str], unit: str) -> tuple[int, list[str]]:
     """How many leading lines of ``text`` hold only comments, blank lines and includes of headers
-    that are not the solution's own, up to the last such include (0 without one)."""
-    n, in_comment = 0, False
+    that are not the solution's own, up to the last such include (0 without one), and those
+    includes (read with the comments taken out: a commented-out include is not one)."""
+    n, in_comment, includes = 0, False, []
     here = PurePosixPath(unit).parent
     for i, line in enumerate(text.split("\n")):
         if line.endswith("\\"):
@@ -409,7 +410,8 @@ def _system_prefix(text: str, own: set[str], unit: str) -> int:
         if not m or os.path.normpath(str(here / m.group(1))) in own or m.group(1) in own:
             break
         n = i + 1
-    return n
+        includes.append(m.group(0).strip())
+    return n, includes
 
 
 def _strip_comments(line: str, in_comment: bool) -> tuple[str, bool]:
@@ -440,10 +442,10 @@ def _prefix_dumps(passes, texts, own, root: Path, stub_dir: Path) -> dict[int, t
     wanted: dict[int, tuple[int, str]] = {}
     jobs, keys = [], {}
     for i, (unit, _name, argv) in enumerate(passes):
-        n = _system_prefix(texts[unit], own, unit)
+        n, includes = _system_prefix(texts[unit], own, unit)
         if not n:
             continue
-        prefix = "\n".join(texts[unit].split("\n")[:n])
+        prefix = "\n".join(includes)  # comments do not change the macros: equal includes share a dump
         dump_argv = [a for a in argv[:-1] if not a.startswith("-DTORCH_EXTENSION_NAME=")]
         key = hashlib.sha256(json.dumps([prefix, dump_argv, _toolchain(argv[0])]).encode()).hexdigest()[:24]
         path = cache_root() / "static_pp" / f"{key}.h"
