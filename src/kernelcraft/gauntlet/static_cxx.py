@@ -227,7 +227,9 @@ def _with_probes(path: str, text: str) -> str:
             names = [p.strip() for p in params.split(",") if p.strip()]
             probe = f"{name}({', '.join(f'__kc_probe{k}' for k in range(len(names)))})"
         quoted = path.replace("\\", "\\\\").replace('"', '\\"')
-        out += [f'#line {i} "{quoted}"', probe, f'#line {i + 1} "{quoted}"']
+        # the `;` keeps an expansion that ends in a function-like macro's name from taking the
+        # next line as its arguments
+        out += [f'#line {i} "{quoted}"', probe + " ;", f'#line {i + 1} "{quoted}"']
     return "\n".join(out)
 
 
@@ -275,22 +277,24 @@ def _commands(solution: Solution, unit: str) -> list[tuple[str, list[str]]]:
     return [(unit, [cxx, "-E", *extra, unit])]
 
 
-def _run_all(jobs: list[tuple[str, list[str]]], cwd: str, stub_dir: Path) -> dict[str, tuple[int, str, str]]:
-    """Run every pass (in parallel), stubbing missing headers and rerunning, until none is missing."""
+def _run_all(jobs: list[tuple[str, list[str], str]], stub_dir: Path) -> dict[str, tuple[int, str, str]]:
+    """Run every (name, argv, cwd) pass in parallel, stubbing missing headers and rerunning, until
+    none is missing."""
     results: dict[str, tuple[int, str, str]] = {}
     pending = list(jobs)
     for _ in range(MAX_STUB_ROUNDS):
         if not pending:
             break
         procs = []
-        for name, argv in pending:
+        for name, argv, cwd in pending:
             try:
-                procs.append((name, argv, subprocess.Popen([*argv, f"-I{stub_dir}"], cwd=cwd, stdout=subprocess.PIPE,
-                                                           stderr=subprocess.PIPE, text=True, errors="replace")))
+                procs.append((name, argv, cwd, subprocess.Popen(
+                    [*argv, f"-I{stub_dir}"], cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                    text=True, errors="replace")))
             except OSError as e:
                 results[name] = (-1, "", str(e))
         again = []
-        for name, argv, p in procs:
+        for name, argv, cwd, p in procs:
             try:
                 out, err = p.communicate(timeout=PREPROCESS_TIMEOUT_S)
             except subprocess.TimeoutExpired:
@@ -300,11 +304,11 @@ def _run_all(jobs: list[tuple[str, list[str]]], cwd: str, stub_dir: Path) -> dic
                 continue
             missing = [m.strip() for m in _MISSING_HEADER.findall(err)]
             if p.returncode != 0 and missing and all(_stub(stub_dir, h) for h in missing):
-                again.append((name, argv))
+                again.append((name, argv, cwd))
                 continue
             results[name] = (p.returncode, out, err)
         pending = again
-    for name, _ in pending:
+    for name, _, _ in pending:
         results[name] = (-1, "", f"still missing headers after {MAX_STUB_ROUNDS} rounds of stubs")
     return results
 
@@ -344,26 +348,35 @@ def _missing_on_disk() -> set[str]:
 
 
 def expand(solution: Solution) -> Expanded:
+    """Every pass of every unit as the build runs it, plus one (the host pass) over a copy of the
+    sources with a probe after each #define: probes change what follows them (a macro name before
+    a #define no longer meets its arguments), so they get a tree of their own."""
     sources = [s for s in solution.sources if not s.path.endswith(".py")]
     units = [s.path for s in sources if s.path.endswith(UNIT_SUFFIXES)]
     own = {s.path for s in sources}
     exp = Expanded()
     with tempfile.TemporaryDirectory(prefix="kc_static_") as tmp:
-        root = Path(tmp) / "src"
         stub_dir = Path(tmp) / "stubs"
         stub_dir.mkdir()
         for h in sorted(_known_missing | _missing_on_disk()):
             _stub(stub_dir, h)
-        texts = {}
-        for s in sources:
-            f = root / s.path
-            f.parent.mkdir(parents=True, exist_ok=True)
-            texts[s.path] = _with_probes(s.path, s.content)
-            f.write_text(texts[s.path], encoding="utf-8")
-        passes = [(u, name, argv) for u in units for name, argv in _commands(solution, u)]
-        dumps = _prefix_dumps(passes, texts, own, root, stub_dir)
+        trees = {}
+        for tree, transform in (("as-written", lambda p, t: t), ("probed", _with_probes)):
+            texts = {s.path: transform(s.path, s.content) for s in sources}
+            for path, text in texts.items():
+                f = Path(tmp) / tree / path
+                f.parent.mkdir(parents=True, exist_ok=True)
+                f.write_text(text, encoding="utf-8")
+            trees[tree] = (Path(tmp) / tree, texts)
+        passes = []  # (tree root, its texts, unit, pass name, argv)
+        for u in units:
+            commands = _commands(solution, u)
+            passes += [(*trees["as-written"], u, name, argv) for name, argv in commands]
+            if commands:
+                passes.append((*trees["probed"], u, f"{u} (macro probes)", commands[-1][1]))
+        dumps = _prefix_dumps(passes, own, stub_dir)
         jobs = []
-        for i, (unit, name, argv) in enumerate(passes):
+        for i, (root, texts, unit, name, argv) in enumerate(passes):
             dump = dumps.get(i)
             if dump is not None:  # the system headers' macros from the cache, the rest of the unit as is
                 n_prefix, text = dump
@@ -372,14 +385,15 @@ def expand(solution: Solution) -> Expanded:
                 variant.write_text(f'#include "{text}"\n#line {n_prefix + 1} "{unit}"\n'
                                    + "\n".join(body[n_prefix:]), encoding="utf-8")
                 argv = [*argv[:-1], os.path.relpath(variant, root)]
-            jobs.append((name, argv))
-        results = _run_all(jobs, str(root), stub_dir)
+            jobs.append((name, argv, str(root)))
+        results = _run_all(jobs, stub_dir)
+        roots = {name: str(root) for root, _, _, name, _ in passes}
         for name, (_rc, out, err) in results.items():
             if not out.strip():
                 exp.failed.append(f"{name}: {(err.strip().splitlines() or ['no output'])[-1][:300]}")
                 continue
             exp.passes.append(name)
-            _collect(out, str(root), own, exp)
+            _collect(out, roots[name], own, exp)
     for path in exp.lines:
         exp.lines[path] = sorted(set(exp.lines[path]))
     return exp
@@ -432,7 +446,7 @@ def _strip_comments(line: str, in_comment: bool) -> tuple[str, bool]:
     return out, in_comment
 
 
-def _prefix_dumps(passes, texts, own, root: Path, stub_dir: Path) -> dict[int, tuple[int, str]]:
+def _prefix_dumps(passes, own: set[str], stub_dir: Path) -> dict[int, tuple[int, str]]:
     """For each pass whose unit starts with system includes: (prefix lines, path of the macro dump)."""
     import hashlib
     import json
@@ -441,7 +455,7 @@ def _prefix_dumps(passes, texts, own, root: Path, stub_dir: Path) -> dict[int, t
 
     wanted: dict[int, tuple[int, str]] = {}
     jobs, keys = [], {}
-    for i, (unit, _name, argv) in enumerate(passes):
+    for i, (root, texts, unit, _name, argv) in enumerate(passes):
         n, includes = _system_prefix(texts[unit], own, unit)
         if not n:
             continue
@@ -459,10 +473,10 @@ def _prefix_dumps(passes, texts, own, root: Path, stub_dir: Path) -> dict[int, t
         (d / f".kc_empty_{key}{suffix}").write_text("\n", encoding="utf-8")
         dm = ["-Xcompiler", "-dM"] if PurePosixPath(argv[0]).name.startswith("nvcc") else ["-dM"]
         rel = os.path.relpath(d, root)
-        jobs.append((f"prefix {key}", [*dump_argv, *dm, os.path.join(rel, f".kc_prefix_{key}{suffix}")]))
-        jobs.append((f"empty {key}", [*dump_argv, *dm, os.path.join(rel, f".kc_empty_{key}{suffix}")]))
+        jobs.append((f"prefix {key}", [*dump_argv, *dm, os.path.join(rel, f".kc_prefix_{key}{suffix}")], str(root)))
+        jobs.append((f"empty {key}", [*dump_argv, *dm, os.path.join(rel, f".kc_empty_{key}{suffix}")], str(root)))
     if jobs:
-        results = _run_all(jobs, str(root), stub_dir)
+        results = _run_all(jobs, stub_dir)
         for key, path in keys.items():
             rc_p, out_p, _ = results.get(f"prefix {key}", (-1, "", ""))
             rc_e, out_e, _ = results.get(f"empty {key}", (-1, "", ""))
