@@ -372,7 +372,7 @@ def expand(solution: Solution) -> Expanded:
         for u in units:
             commands = _commands(solution, u)
             passes += [(*trees["as-written"], u, name, argv) for name, argv in commands]
-            if commands:
+            if commands and trees["probed"][1] != trees["as-written"][1]:  # without a #define, no probe
                 passes.append((*trees["probed"], u, f"{u} (macro probes)", commands[-1][1]))
         dumps = _prefix_dumps(passes, own, stub_dir)
         jobs = []
