@@ -2,13 +2,23 @@
 
 from __future__ import annotations
 
+import ast
+import json
+import subprocess
+import sys
+import time
+import tomllib
+
 import pytest
 
+from kernelcraft.gauntlet import static_cxx
 from kernelcraft.gauntlet.static import check_static
-from kernelcraft.solution import BuildSpec, Solution, SourceFile, load_solution
+from kernelcraft.interop.kernelbench import import_kernelbench
+from kernelcraft.solution import BuildSpec, Solution, SourceFile, load_solution, pack_python_file
+from kernelcraft.solution.cubin import find_nvcc
 from kernelcraft.task import load_task
 
-from conftest import CATALOG, TASKS
+from conftest import CATALOG, FIXTURES, ROOT, TASKS
 
 KERNEL = '''
 import triton
@@ -72,3 +82,257 @@ def test_cuda_needs_a_launched_global_kernel():
     sol.sources[0].content = src.replace("k<<<1, 1>>>(x);", "") + "void z() { cudaDeviceSynchronize(); }"
     v = check_static(sol)
     assert not v.passed and "never launched" in v.reason and "synchronizes the device" in v.reason
+
+
+# --- issue 20: what passed the old gate --------------------------------------------------------
+
+RUN = "\ndef run(x, y):\n    k[(1,)](x, y, 1, B=16)\n"
+
+
+def _check(extra: str, head: str = "import torch\n") -> str:
+    v = check_static(_sol(head + KERNEL + RUN + extra))
+    return "" if v.passed else v.reason
+
+
+@pytest.mark.parametrize("code, expected", [
+    # references, not only calls, of the dynamic builtins
+    ("ex = exec\n", "[harness-tamper] main.py:13: refers to exec"),
+    ("ga = getattr\n", "refers to getattr"),
+    ("import functools\nf = functools.partial(getattr, torch.cuda)\n", "refers to getattr"),
+    ("z = input\n", "refers to input"),
+    ("class C:\n    e = eval\n", "refers to eval"),
+    ("def f():\n    global compile\n    return compile\n", "refers to compile"),
+    ("f = lambda x=open: x\n", "refers to open"),
+    ("b = len.__self__\n", "uses .__self__"),
+    # imported names, checked like attributes and resolved where torch holds a module
+    ("from torch import sys\n", "[harness-tamper] main.py:13: imports 'sys' from 'torch'"),
+    ("from torch import os as o\n", "imports 'os' from 'torch'"),
+    ("from torch.cuda import Stream\n", "[escaped-timer] main.py:13: imports 'Stream' from 'torch.cuda'"),
+    ("from torch._C import _cuda_getCurrentRawStream\n", "imports from 'torch._C'"),
+    ("from torch.utils import cpp_extension\n", "imports 'cpp_extension' from 'torch.utils'"),
+    ("import torch.utils.cpp_extension\n", "imports 'torch.utils.cpp_extension'"),
+    ("from os import path\n", "imports from 'os'"),
+    ("from torch.cuda import *\n", "imports * from 'torch.cuda'"),
+    ("import torch._dynamo\n", "a private module"),
+    # attribute chains qualified through imports and aliases
+    ("p = torch.os.getpid()\n", "reaches the module 'os' through .os"),
+    ("lib = torch\nf = lib.load\n", "uses torch.load"),
+    ("f = getattr(torch, 'load')\n", "uses torch.load"),
+    ("p = torch.serialization.pickle\n", "reaches the module 'pickle'"),
+    ("d = torch._dynamo\n", "uses torch._dynamo, a private name of torch"),
+    ("m = [torch][0]\n", "passes the module 'torch' around as a value"),
+    ("f = torch.compile\n", "[torch-compute] main.py:13: uses torch.compile"),
+    ("import logging.config\n", "uses logging.config"),
+    ("r = torch.cuda.cudart()\n", "uses .cudart"),
+    ("g = torch.cuda.CUDAGraph\n", "[escaped-timer]"),
+    # modules that run files, strings or bytes as code
+    ("import runpy\n", "imports 'runpy'"), ("import code\n", "imports 'code'"), ("import types\n", "imports 'types'"),
+    ("import marshal\n", "imports 'marshal'"), ("import pydoc\n", "imports 'pydoc'"),
+    ("import cupy\n", "imports 'cupy'"), ("from cuda.bindings import runtime\n", "imports from 'cuda.bindings'"),
+    # format templates that walk attributes
+    ("s = '{0.__globals__}'.format(run)\n", "format field {0.__globals__}"),
+    ("t = 'a' + '{0.__globals__}'\ns = t.format(run)\n", "on a computed template"),
+])
+def test_issue20_python_routes_are_rejected(code, expected):
+    reason = _check(code)
+    assert expected in reason, reason
+
+
+@pytest.mark.parametrize("code", [
+    "def g(input):\n    return input + 1\n",  # FlashInfer-Trace names a parameter `input`
+    "def outer(exec):\n    def inner():\n        return exec\n    return inner\n",
+    "ok = hasattr(torch, 'float8_e4m3fn')\n",
+    "ok = torch is not None\n",
+    "libdevice = triton.language.extra.cuda.libdevice\n",
+    "from torch import random as trandom\n",  # torch's own module, not the stdlib's random
+    "s = 'row {} of {}'.format(1, 2)\n",
+    "import logging.handlers\n",  # spawns_thread.py needs it to reach the run-time [threads] gate
+])
+def test_honest_forms_near_the_new_rules_pass(code):
+    assert _check(code, head="import torch\nimport triton\n") == ""
+
+
+COOKIE_KERNEL = KERNEL + RUN
+
+needs_nvcc = pytest.mark.skipif(find_nvcc() is None, reason="the .cu expansion runs nvcc -E")
+CU_OK = "#include <cuda_runtime.h>\n__global__ void k(float* x) { x[0] = 1; }\nvoid go(float* x) { k<<<1, 1>>>(x); }\n"
+# the catalog bindings' includes: their macro dump is shared with tasks/*/solutions/cuda_vec8
+BIND_HEAD = ("#include <torch/extension.h>\n#include <c10/cuda/CUDAStream.h>\n#include <c10/cuda/CUDAGuard.h>\n"
+             "#include <cuda_runtime.h>\n#include <cuda_bf16.h>\n")
+BIND_TAIL = "\nPYBIND11_MODULE(TORCH_EXTENSION_NAME, m) { m.def(\"run\", &run); }\n"
+
+
+@pytest.mark.parametrize("first_lines, verdict", [
+    ("# coding: raw_unicode_escape\n", "[encoding] main.py:1: declares the source encoding 'raw_unicode_escape'"),
+    ("#!/usr/bin/env python\n# -*- coding: latin-1 -*-\n", "[encoding] main.py:2: declares the source encoding"),
+    ("\ufeff# coding: latin-1\n", "[encoding] main.py:1: encoding problem"),
+    ("# coding: no-such-codec\n", "[encoding] main.py:1: unknown encoding"),
+    ("# -*- coding: utf-8 -*-\n", ""), ("# vim: set fileencoding=utf8 :\n", ""), ("\ufeff", ""),
+])
+def test_coding_cookies_other_than_utf8_are_rejected(first_lines, verdict):
+    v = check_static(_sol(first_lines + "import torch\n" + COOKIE_KERNEL))
+    assert (v.reason if not v.passed else "").startswith(verdict) if verdict else v.passed, v.reason
+
+
+def test_cookie_fixture_hides_code_from_a_text_parse():
+    """The mechanism: the importer's tree (from the bytes) holds a side stream the text's tree lacks."""
+    data = (TASKS / "rmsnorm/solutions/wrong/coding_cookie.py").read_bytes()
+    attrs = lambda tree: {n.attr for n in ast.walk(tree) if isinstance(n, ast.Attribute)}  # noqa: E731
+    assert {"Stream", "stream"} <= attrs(ast.parse(data)) - attrs(ast.parse(data.decode()))
+
+
+def test_text_that_is_not_utf8_encodable_is_rejected():
+    v = check_static(_sol("import torch\nx = '\ud800'\n" + COOKIE_KERNEL))
+    assert not v.passed and v.reason.startswith("[encoding] main.py:2: is not valid Unicode text")
+
+
+def test_python_solutions_hold_only_python_sources():
+    sol = _sol("import torch\n" + COOKIE_KERNEL)
+    sol.sources.append(SourceFile(path="payload.txt", content="import threading\n"))
+    v = check_static(sol)
+    assert not v.passed and "[harness-tamper] payload.txt: a triton solution's sources must all be Python" in v.reason
+    cu = Solution(name="c", definition="d", author="a",
+                  spec=BuildSpec(language="cuda", entry_point="k.cu::go", binding="torch"),
+                  sources=[SourceFile(path="k.cu", content=CU_OK), SourceFile(path="k.cuh", content="#pragma once\n"),
+                           SourceFile(path="evil.abi3.so", content="\x7fELF")])
+    v = check_static(cu)
+    assert not v.passed and "evil.abi3.so: not a source the static gate reads" in v.reason and "k.cuh" not in v.reason
+
+
+# --- C/C++/CUDA: raw text and the preprocessor's expansion -----------------------------------
+
+def _cuda(kernel_extra: str = "", binding: str = "torch::Tensor run(torch::Tensor x) { return x; }\n",
+          head: str = BIND_HEAD) -> Solution:
+    return Solution(name="c", definition="d", author="a",
+                    spec=BuildSpec(language="cuda", entry_point="binding.cpp::run", binding="torch"),
+                    sources=[SourceFile(path="kernel.cu", content=CU_OK + kernel_extra),
+                             SourceFile(path="binding.cpp", content=head + binding + BIND_TAIL)])
+
+
+PASTE = "#define CAT(a, b) a##b\n"
+
+
+@needs_nvcc
+@pytest.mark.parametrize("kernel_extra, binding, expected", [
+    (PASTE + "void side() { cudaStream_t s; CAT(cudaStream, Create)(&s); }\n", None,
+     "[escaped-timer] kernel.cu:5: creates a CUDA stream (cudaStreamCreate, after macro expansion)"),
+    # only the host pass sees this branch, only the device pass the next one
+    (PASTE + "#ifndef __CUDA_ARCH__\nvoid side() { cudaStream_t s; CAT(cudaStream, Create)(&s); }\n#endif\n", None,
+     "kernel.cu:6: creates a CUDA stream (cudaStreamCreate, after macro expansion)"),
+    (PASTE + "#ifdef __CUDA_ARCH__\n__device__ void z() { CAT(cudaDevice, Synchronize)(); }\n#endif\n", None,
+     "kernel.cu:6: synchronizes the device (cudaDeviceSynchronize, after macro expansion)"),
+    ("void side() { cudaStream_t s; cudaStream\\\nCreate(&s); }\n", None, "kernel.cu:4: creates a CUDA stream"),
+    ("", "torch::Tensor run(torch::Tensor x) { PyRun_SimpleString(\"import os\"); return x; }\n",
+     "[harness-tamper] binding.cpp:6: calls the Python C-API (reaches the interpreter past the Python rules) "
+     "(PyRun_SimpleString)"),
+    ("", "#define P(a, b) a##b\ntorch::Tensor run(torch::Tensor x) { P(PyRun_, SimpleString)(\"x\"); return x; }\n",
+     "binding.cpp:7: calls the Python C-API (reaches the interpreter past the Python rules) "
+     "(PyRun_SimpleStringFlags, after macro expansion)"),
+    ("", "#define HDR <Python.h>\n#include HDR\ntorch::Tensor run(torch::Tensor x) { return x; }\n",
+     "[harness-tamper] binding.cpp:7: includes <Python.h> (the Python C-API) (found by the preprocessor)"),
+    ("", "torch::Tensor run(torch::Tensor x) { pybind11::module_::import(\"sys\"); return x; }\n",
+     "runs Python from C++ (pybind11's interpreter API)"),
+    ("", "#define NS std\ntorch::Tensor run(torch::Tensor x) { NS::thread t([] {}); t.detach(); return x; }\n",
+     "[threads] binding.cpp:7: starts threads (std::thread, after macro expansion)"),
+    ("#include <cuda_profiler_api.h>\nvoid p() { cudaProfilerStop(); }\n", None, "drives the profiler"),
+    # a header this machine lacks is stubbed; the rest still expands
+    ("#include <cutlass/cutlass.h>\n" + PASTE + "void s() { cudaStream_t t; CAT(cudaStream, Create)(&t); }\n", None,
+     "kernel.cu:6: creates a CUDA stream (cudaStreamCreate, after macro expansion)"),
+])
+def test_cuda_routes_are_rejected_raw_or_expanded(kernel_extra, binding, expected):
+    sol = _cuda(kernel_extra) if binding is None else _cuda(kernel_extra, binding)
+    v = check_static(sol)
+    assert not v.passed and expected in v.reason, v.reason
+
+
+@needs_nvcc
+def test_a_macro_smuggled_into_a_system_header_is_expanded_where_it_is_defined():
+    """Defined before the include, `cudaGetLastError()` would expand inside torch's headers, out of
+    the solution's lines: the probe after each #define expands it among them."""
+    head = PASTE + "#define cudaGetLastError() CAT(cudaDevice, Synchronize)()\n" + BIND_HEAD
+    v = check_static(_cuda(head=head))
+    assert not v.passed and "[escaped-timer] binding.cpp:2: synchronizes the device" in v.reason, v.reason
+
+
+@needs_nvcc
+def test_honest_binding_passes_and_its_pybind_expansion_is_not_the_c_api():
+    sol = _cuda()
+    assert check_static(sol).passed
+    exp = static_cxx.expand(sol)
+    text = " ".join(t for _, t in exp.lines["binding.cpp"])
+    assert "PyInit_kc_" in text and "PyModuleDef" in text  # PYBIND11_MODULE did expand
+    # no #define of its own: no probe pass
+    assert sorted(exp.passes) == ["binding.cpp", "kernel.cu (device pass)", "kernel.cu (host pass)"], exp.failed
+
+
+@needs_nvcc
+def test_sync_rules_are_a_group_a_contract_can_allow_later():
+    sol = _cuda(PASTE + "void z() { CAT(cudaDevice, Synchronize)(); }\n")
+    assert any("synchronizes the device" in f for f in static_cxx.cxx_findings(sol))
+    assert not static_cxx.cxx_findings(sol, allow=frozenset({static_cxx.DEVICE_SYNC}))
+
+
+# --- zero false rejections ---------------------------------------------------------------------
+
+
+def _honest_solutions(tmp_path) -> list[tuple[str, Solution]]:
+    found = []
+    for task_dir in sorted(TASKS.iterdir()):
+        task = load_task(task_dir)
+        paths = task.solution_paths()
+        cand = task_dir / "candidates"
+        if cand.is_dir():
+            paths += sorted(p for p in cand.iterdir() if p.suffix in (".py", ".json") or (p / "solution.json").is_file())
+        # the known-wrong fixtures of every gate after this one must reach their gate
+        wrong = task_dir / "solutions" / "wrong"
+        for name, exp in tomllib.loads((wrong / "expected.toml").read_text()).items():
+            if exp.get("gate", "static" if exp["status"] == "REJECTED" else None) != "static":
+                paths.append(wrong / f"{name}.py" if (wrong / f"{name}.py").exists() else wrong / name)
+        found += [(str(p), load_solution(p, task.definition.name)) for p in paths]
+        # baselines are trusted and never gated, but they are honest torch code: a rule that rejects
+        # one would reject an honest candidate written the same way
+        found.append((str(task_dir / "baseline.py"), pack_python_file(task_dir / "baseline.py", task.definition.name)))
+    records = [*(FIXTURES / "fib_solutions").glob("*.json"), *(FIXTURES / "fib_dataset" / "solutions").rglob("*.json")]
+    found += [(str(p), Solution.model_validate(json.loads(p.read_text()))) for p in records]
+    found += [(str(p), load_solution(p, "rmsnorm_bf16_h4096")) for p in sorted((FIXTURES / "sanitize").iterdir())]
+    # the importers' output: FlashInfer-Trace tasks with their solutions, KernelBench tasks
+    out = tmp_path / "fib"
+    proc = subprocess.run([sys.executable, "-m", "kernelcraft", "import", "fib", str(FIXTURES / "fib_dataset"),
+                           "--out", str(out)], capture_output=True, text=True, cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr
+    kb = import_kernelbench([FIXTURES / "kernelbench"], tmp_path / "kb", seed=0)
+    for task_dir in [*sorted(out.iterdir()), *kb.converted]:
+        task = load_task(task_dir)
+        found += [(str(p), load_solution(p, task.definition.name)) for p in task.solution_paths()]
+    for d in ("foreign_fused_add_rmsnorm", "kda_gelu_request", *[p.name for p in sorted(out.iterdir())]):
+        base = (FIXTURES / d if (FIXTURES / d).is_dir() else out / d) / "baseline.py"
+        found.append((str(base), pack_python_file(base, "d")))
+    return found
+
+
+def test_every_honest_solution_passes(tmp_path):
+    found = _honest_solutions(tmp_path)
+    t0 = time.monotonic()
+    rejected = [(p, v.reason) for p, s in found if not (v := check_static(s)).passed]
+    took = time.monotonic() - t0
+    assert not rejected, rejected
+    assert len(found) >= 80 and any(s.spec.language == "cuda" for _, s in found)
+    print(f"static gate: {len(found)} honest solutions in {took:.1f} s")
+
+
+def test_wrong_static_fixtures_are_rejected_with_their_class():
+    """The fast half of tests/test_gauntlet_cpu.py for gate-static fixtures (no worker, no eval)."""
+    checked = 0
+    for task_dir in sorted(TASKS.iterdir()):
+        task = load_task(task_dir)
+        wrong = task_dir / "solutions" / "wrong"
+        for name, exp in tomllib.loads((wrong / "expected.toml").read_text()).items():
+            if exp.get("gate") != "static":
+                continue
+            p = wrong / f"{name}.py" if (wrong / f"{name}.py").exists() else wrong / name
+            v = check_static(load_solution(p, task.definition.name))
+            assert not v.passed, name
+            for fragment in exp.get("reason_contains", []):
+                assert fragment in v.reason, (name, v.reason)
+            checked += 1
+    assert checked >= 10

@@ -281,8 +281,12 @@ worker process with a deadline per phase.
 
 - gate `static`: the source is not what it claims (no launched `@triton.jit` / `__global__`
   kernel), or it uses threads, processes, files, timers, CUDA streams, device syncs, or imports a
-  forbidden module (`kernelcraft`, `os`, `time`, `inspect`, `gc`, `importlib`, `ctypes`, ...).
-  Remove the offending code; launch your own kernel from `run`.
+  forbidden module (`kernelcraft`, `os`, `time`, `inspect`, `gc`, `importlib`, `ctypes`, `runpy`,
+  `types`, ...) or a forbidden name from a library (`from torch import sys`, `from torch.cuda
+  import Stream`, `torch._dynamo`). Any reference to `exec`, `eval`, `getattr` and the like counts,
+  not only a call; a coding cookie other than UTF-8 is `[encoding]`; a Triton/Python solution holds
+  only `.py` files; C++/CUDA is checked after the preprocessor too (token pasting does not hide a
+  name) and may not call the Python C-API. Remove the offending code; launch your own kernel from `run`.
 - gate `integrity`, by class in `reason`:
   - `[torch-compute]`: torch compute ops ran inside `run` (the reason lists them). Move that work
     into your kernel; torch may only allocate and take views/metadata.

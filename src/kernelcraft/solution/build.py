@@ -55,7 +55,7 @@ def write_sources(solution: Solution, dest: Path) -> Path:
     for src in solution.sources:
         f = dest / src.path
         f.parent.mkdir(parents=True, exist_ok=True)
-        f.write_text(src.content)
+        f.write_text(src.content, encoding="utf-8")  # the bytes the static gate parsed
     return dest
 
 

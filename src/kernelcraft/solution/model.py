@@ -101,7 +101,7 @@ class Solution(BaseModel):
 
 def pack_python_file(path: Path, definition: str, name: str | None = None, author: str = "unknown") -> Solution:
     """Wrap a bare ``.py`` file with a ``run`` function into a value-returning Solution."""
-    text = path.read_text()
+    text = _read_utf8(path)
     language = "triton" if "triton.jit" in text else "python"
     return Solution(
         name=name or path.stem,
@@ -111,6 +111,15 @@ def pack_python_file(path: Path, definition: str, name: str | None = None, autho
         sources=[SourceFile(path=path.name, content=text)],
         description=_docstring(text),
     )
+
+
+def _read_utf8(path: Path) -> str:
+    """A source's text: UTF-8 whatever the locale, as the builder writes it back and the static gate reads it."""
+    try:
+        return path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as e:
+        raise InputError(Problem(path, "", f"is not UTF-8 text (byte {e.start}: {e.reason})",
+                                 "save the source as UTF-8")) from None
 
 
 def _docstring(text: str) -> str | None:
@@ -151,7 +160,7 @@ def _load_record(record: Path, definition: str, base: Path | None) -> Solution:
             if isinstance(src, dict) and "content" not in src and isinstance(src.get("path"), str):
                 f = base / src["path"]
                 if f.is_file():
-                    src["content"] = f.read_text()
+                    src["content"] = _read_utf8(f)
                 else:
                     problems.append(Problem(record, f"sources.{i}.path", f"{f} not found", "add the file or fix the path"))
     if problems:

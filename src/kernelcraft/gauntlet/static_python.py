@@ -1,0 +1,633 @@
+"""The static gate's Python rules: a source is read as the import system will read it, then its
+imports, names and attribute chains are checked against what an honest kernel never needs.
+
+What is checked, beyond the imports themselves (:mod:`kernelcraft.gauntlet.static` lists the gate):
+
+- bytes, not text: a source is the UTF-8 its file will hold; a coding cookie naming anything else is
+  refused (``# coding: raw_unicode_escape`` makes ``\\u000a`` in a comment a line break for the
+  importer, so code the gate read as a comment would run), and the tree is parsed from those bytes;
+- every imported *name* (``from torch import sys``, ``from torch.cuda import Stream``), every
+  module path component (``torch._C``, ``torch.utils.cpp_extension``), star imports;
+- every *reference* to a dynamic-code builtin (``ex = exec`` is as bad as ``exec(...)``), unless a
+  function binds the name itself (a parameter called ``input`` is not the builtin);
+- attribute chains qualified through the imports and simple aliases (``lib = torch``): names on
+  :data:`FORBIDDEN_QUALIFIED`, private names of a library (``torch._dynamo``), and, for torch,
+  triton and numpy, what the chain really is (``torch.os`` is the module ``os``; an alias of
+  ``torch.load`` under another name is still ``torch.load``);
+- a module object passed around as a value (into a list, a call, a default), past which no
+  qualified name can be followed; format templates whose fields walk attributes.
+"""
+
+from __future__ import annotations
+
+import ast
+import codecs
+import importlib
+import io
+import re
+import string
+import sys
+import tokenize
+from types import ModuleType
+
+# module -> (integrity class, what it reaches). Honest kernels need none of these.
+FORBIDDEN_MODULES = {
+    "threading": ("threads", "threads"), "_thread": ("threads", "threads"),
+    "concurrent": ("threads", "threads"), "multiprocessing": ("threads", "processes"),
+    "subprocess": ("harness-tamper", "processes"), "asyncio": ("threads", "an event loop"),
+    "socket": ("harness-tamper", "the network"), "ctypes": ("harness-tamper", "foreign functions"),
+    "cffi": ("harness-tamper", "foreign functions"), "signal": ("harness-tamper", "signal handlers"),
+    "time": ("harness-tamper", "timers"), "timeit": ("harness-tamper", "timers"),
+    "kernelcraft": ("harness-tamper", "the harness"), "inspect": ("harness-tamper", "stack inspection"),
+    "gc": ("harness-tamper", "the garbage collector"), "importlib": ("harness-tamper", "dynamic imports"),
+    "builtins": ("harness-tamper", "builtins"), "pickle": ("harness-tamper", "pickling"),
+    "shutil": ("harness-tamper", "files"), "tempfile": ("harness-tamper", "files"),
+    "pathlib": ("harness-tamper", "files"), "io": ("harness-tamper", "files"),
+    "os": ("harness-tamper", "the operating system"), "atexit": ("harness-tamper", "exit hooks"),
+    "faulthandler": ("harness-tamper", "fault handlers"),
+    "sys": ("harness-tamper", "the interpreter's internals (sys.modules reaches the harness)"),
+    "operator": ("harness-tamper", "attribute access by computed names"),
+    "random": ("seed-replay", "a random generator"),
+    # code from strings, files or bytes: what the gate reads would not be what runs
+    "runpy": ("harness-tamper", "running files as code"), "code": ("harness-tamper", "running strings as code"),
+    "codeop": ("harness-tamper", "compiling strings as code"), "types": ("harness-tamper", "building code objects"),
+    "marshal": ("harness-tamper", "code objects from bytes"), "_pickle": ("harness-tamper", "pickling"),
+    "copyreg": ("harness-tamper", "pickling"), "shelve": ("harness-tamper", "pickling"),
+    "dill": ("harness-tamper", "pickling"), "cloudpickle": ("harness-tamper", "pickling"),
+    "zipimport": ("harness-tamper", "dynamic imports"), "pkgutil": ("harness-tamper", "dynamic imports"),
+    "imp": ("harness-tamper", "dynamic imports"), "site": ("harness-tamper", "dynamic imports"),
+    "pydoc": ("harness-tamper", "objects found by dotted name"), "doctest": ("harness-tamper", "running strings as code"),
+    "pdb": ("harness-tamper", "a debugger"), "bdb": ("harness-tamper", "a debugger"),
+    "trace": ("harness-tamper", "running strings as code"), "profile": ("harness-tamper", "running strings as code"),
+    "cProfile": ("harness-tamper", "running strings as code"), "traceback": ("harness-tamper", "stack frames"),
+    "tracemalloc": ("harness-tamper", "heap introspection"),
+    "string": ("harness-tamper", "attribute access by computed names (string.Formatter)"),
+    "linecache": ("harness-tamper", "files"), "fileinput": ("harness-tamper", "files"), "glob": ("harness-tamper", "files"),
+    "mmap": ("harness-tamper", "files"), "fcntl": ("harness-tamper", "files"), "zipfile": ("harness-tamper", "files"),
+    "tarfile": ("harness-tamper", "files"), "sqlite3": ("harness-tamper", "files"), "dbm": ("harness-tamper", "files"),
+    "posix": ("harness-tamper", "the operating system"), "pwd": ("harness-tamper", "the operating system"),
+    "resource": ("harness-tamper", "the operating system"), "platform": ("harness-tamper", "the operating system"),
+    "pty": ("harness-tamper", "processes"), "select": ("harness-tamper", "the operating system"),
+    "selectors": ("harness-tamper", "the operating system"),
+    "setuptools": ("harness-tamper", "processes"), "distutils": ("harness-tamper", "processes"),
+    "pip": ("harness-tamper", "processes"), "venv": ("harness-tamper", "processes"),
+    "urllib": ("harness-tamper", "the network"), "http": ("harness-tamper", "the network"),
+    "ssl": ("harness-tamper", "the network"), "socketserver": ("harness-tamper", "the network"),
+    "ftplib": ("harness-tamper", "the network"), "smtplib": ("harness-tamper", "the network"),
+    "xmlrpc": ("harness-tamper", "the network"), "webbrowser": ("harness-tamper", "processes"),
+    # CUDA from Python past the gate's CUDA rules: runtime compilation, raw runtime/driver calls
+    "cuda": ("harness-tamper", "the CUDA runtime and NVRTC directly, past the static gate's CUDA rules"),
+    "cupy": ("harness-tamper", "kernels compiled at run time, past the static gate's CUDA rules"),
+    "pycuda": ("harness-tamper", "kernels compiled at run time, past the static gate's CUDA rules"),
+    "numba": ("harness-tamper", "kernels compiled at run time, past the static gate's CUDA rules"),
+}
+# Module names that are also ordinary attribute names (``torch.cuda``, ``x.time``): reaching
+# them through an attribute is judged by what the attribute is (torch/triton/numpy), not its name.
+AMBIGUOUS_MODULE_NAMES = frozenset({
+    "time", "io", "signal", "random", "operator", "types", "code", "platform", "glob", "select", "resource",
+    "site", "string", "traceback", "http", "ssl", "mmap", "copyreg", "shelve", "imp", "fcntl", "pty", "selectors",
+    "urllib", "webbrowser", "ftplib", "smtplib", "xmlrpc", "socketserver", "fileinput", "posix", "pwd", "cuda",
+    "trace", "profile", "pip", "venv", "zipfile", "tarfile", "dbm", "doctest", "pdb", "bdb", "pathlib",
+    "concurrent", "linecache", "sqlite3", "setuptools", "distutils",
+})
+FORBIDDEN_CALLS = {
+    "open": "harness-tamper", "exec": "harness-tamper", "eval": "harness-tamper", "compile": "harness-tamper",
+    "__import__": "harness-tamper", "globals": "harness-tamper", "locals": "harness-tamper",
+    "vars": "harness-tamper", "breakpoint": "harness-tamper", "input": "harness-tamper",
+    "setattr": "harness-tamper", "delattr": "harness-tamper",
+}
+# Builtins whose mere reference is refused (an alias calls them out of the gate's sight); getattr
+# is allowed only as getattr(x, "constant") in a call.
+DYNAMIC_BUILTINS = {**FORBIDDEN_CALLS, "getattr": "harness-tamper", "help": "harness-tamper",
+                    "__build_class__": "harness-tamper"}
+_STREAMS = ("escaped-timer", "uses another CUDA stream")
+_SEED = ("seed-replay", "reads or sets generator state")
+# attribute (or imported name) -> (class, why)
+FORBIDDEN_ATTRS = {
+    "Stream": ("escaped-timer", "creates a CUDA stream"), "set_stream": ("escaped-timer", "switches streams"),
+    "stream": ("escaped-timer", "switches streams"), "synchronize": ("escaped-timer", "synchronizes the device"),
+    "ExternalStream": _STREAMS, "default_stream": _STREAMS, "StreamContext": _STREAMS,
+    "_C": ("harness-tamper", "reaches into torch internals"),
+    "set_default_device": ("harness-tamper", "changes global torch state"),
+    "set_default_dtype": ("harness-tamper", "changes global torch state"),
+    "set_default_tensor_type": ("harness-tamper", "changes global torch state"),
+    "set_flush_denormal": ("harness-tamper", "changes global torch state"),
+    "cpp_extension": ("harness-tamper", "compiles C++ at run time, past the static gate"),
+    "load_inline": ("harness-tamper", "compiles C++ at run time, past the static gate"),
+    "load_library": ("harness-tamper", "loads a shared library, past the static gate"),
+    "load_binary": ("harness-tamper", "loads a kernel binary, past the static gate"),
+    "CUDAPluggableAllocator": ("harness-tamper", "loads an allocator from a shared library"),
+    "change_current_allocator": ("harness-tamper", "replaces the CUDA allocator"),
+    "cudart": ("harness-tamper", "calls the CUDA runtime directly, past the static gate's CUDA rules"),
+    "profiler": ("harness-tamper", "drives the profiler (its range bounds what ncu measures)"),
+    "get_type_hints": ("harness-tamper", "evaluates annotation strings as code"),
+    "exec": ("harness-tamper", "runs a string as code"), "run_path": ("harness-tamper", "runs a file as code"),
+    "run_module": ("harness-tamper", "runs a module by name"), "exec_module": ("harness-tamper", "runs a module"),
+    "load_module": ("harness-tamper", "runs a module"),
+    "manual_seed": ("seed-replay", "reseeds a generator"), "initial_seed": ("seed-replay", "reads the seed"),
+    "seed": ("seed-replay", "reseeds the generator"), "get_rng_state": ("seed-replay", "reads generator state"),
+    "set_rng_state": ("seed-replay", "sets generator state"),
+    "manual_seed_all": _SEED, "seed_all": _SEED, "get_rng_state_all": _SEED, "set_rng_state_all": _SEED,
+    "fork_rng": _SEED, "default_generator": _SEED, "default_generators": _SEED, "get_state": _SEED,
+    "set_state": _SEED, "graphsafe_get_state": _SEED, "graphsafe_set_state": _SEED,
+    "is_current_stream_capturing": ("harness-tamper", "behaves differently under the timer's graph capture"),
+    "__builtins__": ("harness-tamper", "reaches builtins by name"), "__dict__": ("harness-tamper", "reads namespaces"),
+    "__globals__": ("harness-tamper", "reads another function's globals"),
+    "__subclasses__": ("harness-tamper", "walks the class tree"), "__code__": ("harness-tamper", "rewrites code"),
+    "__closure__": ("harness-tamper", "reads closures"), "f_back": ("harness-tamper", "walks stack frames"),
+    "f_globals": ("harness-tamper", "walks stack frames"), "f_locals": ("harness-tamper", "walks stack frames"),
+    "gi_frame": ("harness-tamper", "walks stack frames"), "tb_frame": ("harness-tamper", "walks stack frames"),
+    "f_builtins": ("harness-tamper", "walks stack frames"), "cr_frame": ("harness-tamper", "walks stack frames"),
+    "ag_frame": ("harness-tamper", "walks stack frames"),
+    "__self__": ("harness-tamper", "reaches the module of a builtin (len.__self__ is builtins)"),
+    "__getattribute__": ("harness-tamper", "attribute access by computed names"),
+    "__setattr__": ("harness-tamper", "sets attributes by computed names"),
+    "__delattr__": ("harness-tamper", "deletes attributes by computed names"),
+    "__import__": ("harness-tamper", "imports by computed names"),
+    "__loader__": ("harness-tamper", "reaches a module's loader (it reads and runs files)"),
+    "__spec__": ("harness-tamper", "reaches a module's loader (it reads and runs files)"),
+    "__reduce__": ("harness-tamper", "reaches pickling internals"),
+    "__reduce_ex__": ("harness-tamper", "reaches pickling internals"),
+}
+FORBIDDEN_NAMES = {
+    "__builtins__": ("harness-tamper", "reaches builtins by name"),
+    "__loader__": ("harness-tamper", "reaches this module's loader (it reads and runs files)"),
+    "__spec__": ("harness-tamper", "reaches this module's loader (it reads and runs files)"),
+}
+# Qualified names (through the imports and aliases): the name and everything under it.
+FORBIDDEN_QUALIFIED = {
+    "torch.load": ("harness-tamper", "unpickles: runs code from bytes"),
+    "torch.serialization": ("harness-tamper", "unpickles: runs code from bytes"),
+    "torch.jit.load": ("harness-tamper", "loads code the gate cannot read"),
+    "torch.package": ("harness-tamper", "unpickles: runs code from bytes"),
+    "torch.hub": ("harness-tamper", "downloads and runs code"),
+    "numpy.load": ("harness-tamper", "unpickles: runs code from bytes"),
+    "numpy.ctypeslib": ("harness-tamper", "foreign functions"),
+    "logging.config": ("harness-tamper", "builds objects from dotted names (dictConfig calls any callable)"),
+    "torch.library.Library": ("harness-tamper", "overrides torch operators, the harness's comparisons included"),
+    "torch.library.impl": ("harness-tamper", "overrides torch operators, the harness's comparisons included"),
+    "torch.library.register_kernel": ("harness-tamper", "overrides torch operators, the harness's comparisons included"),
+    "torch.overrides": ("harness-tamper", "intercepts every torch call, the harness's checks included"),
+    "torch.utils.benchmark": ("harness-tamper", "runs strings as code (timeit)"),
+    "torch.compile": ("torch-compute", "generates kernels from torch code at run time"),
+    "torch.cuda.graph": ("escaped-timer", "captures its own CUDA graph (on a side stream)"),
+    "torch.cuda.graphs": ("escaped-timer", "captures its own CUDA graph (on a side stream)"),
+    "torch.cuda.CUDAGraph": ("escaped-timer", "captures its own CUDA graph (on a side stream)"),
+    "torch.multiprocessing": ("threads", "processes"), "torch.distributed": ("threads", "processes"),
+    "torch.utils.data": ("threads", "worker processes"),
+    "triton.compile": ("harness-tamper", "compiles kernels from strings, past the static gate"),
+    "triton.compiler": ("harness-tamper", "compiles kernels from strings, past the static gate"),
+}
+# Libraries every honest solution imports anyway: the gate imports them too, to see what a name
+# under them really is (only their module dictionaries are read; nothing is called).
+TRUSTED_ROOTS = ("torch", "triton", "numpy")
+
+
+def _finding(cls: str, path: str, line: int, what: str) -> str:
+    return f"[{cls}] {path}:{line}: {what}"
+
+
+# ------------------------------------------------------------------------------------------------
+# bytes -> tree, as the importer does it
+
+
+def parse_source(path: str, content: str) -> tuple[ast.Module | None, list[str]]:
+    """The tree the importer will build from this source, or None; findings name a refused encoding.
+
+    A syntax error gives (None, []): the build gate reports it with the importer's own message."""
+    try:
+        data = content.encode("utf-8")  # solution/build.py writes every source as UTF-8
+    except UnicodeEncodeError as e:
+        line = content[: e.start].count("\n") + 1
+        return None, [_finding("encoding", path, line, f"is not valid Unicode text ({e.reason}); "
+                               "save the source as UTF-8")]
+    try:
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+    except SyntaxError as e:  # an unknown codec, or a BOM with another cookie
+        return None, [_finding("encoding", path, e.lineno or 1, f"{e.msg}; remove the coding cookie "
+                               "(sources are read as UTF-8)")]
+    if codecs.lookup(encoding).name not in ("utf-8", "utf-8-sig"):
+        line = 1 if _cookie_on(data, 1) else 2
+        return None, [_finding("encoding", path, line, f"declares the source encoding {encoding!r}: the "
+                               "importer would decode the file with it and could run text the gate reads "
+                               "as comments or strings; remove the coding cookie (sources are UTF-8)")]
+    try:
+        return ast.parse(data, filename=path), []
+    except (SyntaxError, ValueError):
+        return None, []
+
+
+def _cookie_on(data: bytes, line: int) -> bool:
+    lines = data.splitlines()
+    return len(lines) >= line and b"coding" in lines[line - 1]
+
+
+# ------------------------------------------------------------------------------------------------
+# what a dotted name really is (torch, triton, numpy only)
+
+_MISSING = object()
+_roots: dict[str, object] = {}
+_banned_objects: dict[int, tuple[object, str, str, str]] | None = None  # id -> (obj, class, why, name)
+
+
+def _root(name: str):
+    if name not in _roots:
+        try:
+            _roots[name] = importlib.import_module(name)
+        except Exception:  # noqa: BLE001 - not installed or broken here: names under it stay unresolved
+            _roots[name] = _MISSING
+    return _roots[name]
+
+
+def resolve(qualified: str):
+    """The object a dotted name under a trusted root names, read from module dictionaries only
+    (no import is triggered, no ``__getattr__`` runs), or ``_MISSING``."""
+    parts = qualified.split(".")
+    if parts[0] not in TRUSTED_ROOTS:
+        return _MISSING
+    obj = _root(parts[0])
+    for p in parts[1:]:
+        if not isinstance(obj, ModuleType):
+            return _MISSING
+        d = vars(obj)
+        obj = d[p] if p in d else sys.modules.get(f"{obj.__name__}.{p}", _MISSING)
+        if obj is _MISSING:
+            return _MISSING
+    return obj
+
+
+def _banned_by_identity() -> dict[int, tuple[object, str, str, str]]:
+    """Forbidden callables and classes, by identity: an alias under another name is still them."""
+    global _banned_objects
+    if _banned_objects is None:
+        import builtins
+
+        found: dict[int, tuple[object, str, str, str]] = {}
+        for name, cls in DYNAMIC_BUILTINS.items():
+            found[id(getattr(builtins, name))] = (getattr(builtins, name), cls, "a dynamic-code builtin", name)
+        for q, (cls, why) in FORBIDDEN_QUALIFIED.items():
+            obj = resolve(q)
+            if obj is not _MISSING and not isinstance(obj, ModuleType):
+                found[id(obj)] = (obj, cls, why, q)
+        for attr, (cls, why) in FORBIDDEN_ATTRS.items():
+            for base in ("torch", "torch.cuda", "torch.random", "torch.utils", "numpy.random"):
+                obj = resolve(f"{base}.{attr}")
+                if obj is not _MISSING and not isinstance(obj, ModuleType | int | str | bool):
+                    found.setdefault(id(obj), (obj, cls, why, f"{base}.{attr}"))
+        _banned_objects = found
+    return _banned_objects
+
+
+def _module_finding(qualified: str, obj) -> tuple[str, str] | None:
+    if isinstance(obj, ModuleType):
+        top = obj.__name__.split(".")[0]
+        if top in FORBIDDEN_MODULES and top not in TRUSTED_ROOTS:
+            cls, why = FORBIDDEN_MODULES[top]
+            return cls, f"{qualified} is the module {obj.__name__!r} ({why})"
+        return None
+    hit = _banned_by_identity().get(id(obj))
+    if hit is not None and hit[0] is obj and hit[3] != qualified:
+        return hit[1], f"{qualified} is {hit[3]} ({hit[2]})"
+    return None
+
+
+def _private(part: str) -> bool:
+    return part.startswith("_") and not (part.startswith("__") and part.endswith("__"))
+
+
+# ------------------------------------------------------------------------------------------------
+# the rules
+
+
+class _Checker:
+    def __init__(self, path: str, tree: ast.Module):
+        self.path, self.tree = path, tree
+        self.found: list[str] = []
+        self._seen: set[str] = set()
+        self.parent: dict[ast.AST, ast.AST] = {}
+        for node in ast.walk(tree):
+            for child in ast.iter_child_nodes(node):
+                self.parent[child] = node
+        self.imported: set[str] = set()  # names bound by `import x` (modules, whose attributes are the library's)
+        self.quals: dict[str, set[str]] = {}  # name -> the dotted names it may stand for
+        self._bind_names()
+
+    def add(self, cls: str, line: int, what: str) -> None:
+        f = _finding(cls, self.path, line, what)
+        if f not in self._seen:
+            self._seen.add(f)
+            self.found.append(f)
+
+    # --- name bindings ---------------------------------------------------------------------------
+
+    def _bind_names(self) -> None:
+        for node in ast.walk(self.tree):
+            if isinstance(node, ast.Import):
+                for a in node.names:
+                    if a.asname:
+                        self.quals.setdefault(a.asname, set()).add(a.name)
+                    else:
+                        top = a.name.split(".")[0]
+                        self.quals.setdefault(top, set()).add(top)
+                    self.imported.add((a.asname or a.name).split(".")[0])
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                for a in node.names:
+                    if a.name != "*":
+                        self.quals.setdefault(a.asname or a.name, set()).add(f"{node.module}.{a.name}")
+                        if isinstance(resolve(f"{node.module}.{a.name}"), ModuleType):
+                            self.imported.add(a.asname or a.name)  # `from torch import cuda`: a module too
+        aliases = [n for n in ast.walk(self.tree) if isinstance(n, ast.Assign | ast.AnnAssign | ast.NamedExpr)]
+        for _ in range(3):  # aliases of aliases, to a small depth
+            for node in aliases:
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                if node.value is None:
+                    continue
+                q = self.qualify(node.value)
+                for t in targets:
+                    if q and isinstance(t, ast.Name):
+                        self.quals.setdefault(t.id, set()).update(q)
+
+    def qualify(self, node: ast.AST) -> set[str]:
+        """The dotted names an expression may stand for (empty when unknown)."""
+        if isinstance(node, ast.Name):
+            return set(self.quals.get(node.id, ()))
+        if isinstance(node, ast.Attribute):
+            return {f"{q}.{node.attr}" for q in self.qualify(node.value)}
+        if _const_getattr(node):
+            return {f"{q}.{node.args[1].value}" for q in self.qualify(node.args[0])}
+        return set()
+
+    # --- checks -----------------------------------------------------------------------------------
+
+    def check_qualified(self, node: ast.AST, qualified: str) -> None:
+        line = getattr(node, "lineno", 0)
+        parts = qualified.split(".")
+        for i in range(1, len(parts) + 1):
+            hit = FORBIDDEN_QUALIFIED.get(".".join(parts[:i]))
+            if hit:
+                self.add(hit[0], line, f"uses {'.'.join(parts[:i])} ({hit[1]})")
+                return
+        if len(parts) > 1 and _private(parts[-1]) and parts[-1] not in FORBIDDEN_ATTRS:
+            self.add("harness-tamper", line, f"uses {qualified}, a private name of {parts[0]} "
+                     "(honest kernels use the public API)")
+            return
+        if parts[0] in TRUSTED_ROOTS and len(parts) > 1:
+            hit = _module_finding(qualified, resolve(qualified))
+            if hit:
+                self.add(hit[0], line, hit[1])
+
+    def check_module_path(self, node: ast.AST, module: str, verb: str) -> None:
+        line = node.lineno
+        top = module.split(".")[0]
+        if top in FORBIDDEN_MODULES:
+            cls, why = FORBIDDEN_MODULES[top]
+            self.add(cls, line, f"{verb} {module!r} ({why})")
+            return
+        for part in module.split(".")[1:]:
+            if part in FORBIDDEN_ATTRS:
+                cls, why = FORBIDDEN_ATTRS[part]
+                self.add(cls, line, f"{verb} {module!r} ({why})")
+                return
+            if _private(part):
+                self.add("harness-tamper", line, f"{verb} {module!r}, a private module (honest kernels use the public API)")
+                return
+        if _private(top) and top != "__future__":
+            self.add("harness-tamper", line, f"{verb} {module!r}, a private interpreter module")
+            return
+        parts = module.split(".")
+        for i in range(2, len(parts) + 1):
+            self.check_qualified(node, ".".join(parts[:i]))
+
+    def imports(self, node: ast.Import | ast.ImportFrom) -> None:
+        if isinstance(node, ast.Import):
+            for a in node.names:
+                self.check_module_path(node, a.name, "imports")
+            return
+        if node.level:
+            return  # the solution's own modules: each is a source the gate reads
+        module = node.module or ""
+        self.check_module_path(node, module, "imports from")
+        for a in node.names:
+            if a.name == "*":
+                self.add("harness-tamper", node.lineno, f"imports * from {module!r}: name what you import "
+                         "(a star import binds names the gate cannot see)")
+                continue
+            if a.name in FORBIDDEN_ATTRS:
+                cls, why = FORBIDDEN_ATTRS[a.name]
+                self.add(cls, node.lineno, f"imports {a.name!r} from {module!r} ({why})")
+                continue
+            qualified = f"{module}.{a.name}"
+            obj = resolve(qualified)
+            if a.name in FORBIDDEN_MODULES and (obj is _MISSING or isinstance(obj, ModuleType)
+                                                and obj.__name__.split(".")[0] == a.name):
+                cls, why = FORBIDDEN_MODULES[a.name]
+                self.add(cls, node.lineno, f"imports {a.name!r} from {module!r} ({why})")
+                continue
+            if _private(a.name):
+                self.add("harness-tamper", node.lineno, f"imports {a.name!r} from {module!r}, a private name "
+                         "(honest kernels use the public API)")
+                continue
+            self.check_qualified(node, qualified)
+
+    def attribute(self, node: ast.Attribute) -> None:
+        if node.attr in FORBIDDEN_ATTRS:
+            cls, why = FORBIDDEN_ATTRS[node.attr]
+            self.add(cls, node.lineno, f"uses .{node.attr} ({why})")
+            return
+        if node.attr in FORBIDDEN_MODULES and node.attr not in AMBIGUOUS_MODULE_NAMES:
+            cls, why = FORBIDDEN_MODULES[node.attr]
+            self.add(cls, node.lineno, f"reaches the module {node.attr!r} through .{node.attr} ({why})")
+            return
+        for q in sorted(self.qualify(node)):
+            self.check_qualified(node, q)
+
+    def call(self, node: ast.Call) -> None:
+        if isinstance(node.func, ast.Name):
+            name = node.func.id
+            if name in FORBIDDEN_CALLS:
+                self.add(FORBIDDEN_CALLS[name], node.lineno, f"calls {name}()")
+            elif name == "getattr" and len(node.args) >= 2:
+                attr = node.args[1]
+                if not (isinstance(attr, ast.Constant) and isinstance(attr.value, str)):
+                    self.add("harness-tamper", node.lineno, "getattr() with a computed name")
+                elif attr.value in FORBIDDEN_ATTRS:
+                    cls, why = FORBIDDEN_ATTRS[attr.value]
+                    self.add(cls, node.lineno, f"getattr(..., {attr.value!r}) ({why})")
+                else:
+                    for q in sorted(self.qualify(node)):
+                        self.check_qualified(node, q)
+        if isinstance(node.func, ast.Attribute) and node.func.attr in ("format", "format_map"):
+            self._format(node)
+
+    def _format(self, node: ast.Call) -> None:
+        """``"{0.__globals__[sys]}".format(f)`` walks attributes and items by name, like getattr."""
+        func = node.func
+        template = func.value
+        if isinstance(template, ast.Name) and template.id == "str" and node.args:
+            template = node.args[0]  # str.format(template, ...)
+        texts = self._constant_strings(template)
+        if texts is None:
+            if isinstance(template, ast.Name) and template.id in self.quals:
+                return  # a library's own .format (not a string template)
+            self.add("harness-tamper", node.lineno, f".{func.attr}() on a computed template (format fields "
+                     "read attributes by name); use an f-string")
+            return
+        for text in texts:
+            for field in _format_fields(text):
+                parts = re.findall(r"\.([^.\[]+)", re.sub(r"\[[^\]]*\]", "", field))
+                if any(_private(p) or p.startswith("__") or p in FORBIDDEN_ATTRS for p in parts):
+                    self.add("harness-tamper", node.lineno, f"format field {{{field}}} reads attributes by name")
+
+    def _constant_strings(self, node: ast.AST) -> list[str] | None:
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            return [node.value]
+        if isinstance(node, ast.Name):
+            values = []
+            for n in ast.walk(self.tree):
+                if isinstance(n, ast.Assign) and any(isinstance(t, ast.Name) and t.id == node.id for t in n.targets):
+                    if not (isinstance(n.value, ast.Constant) and isinstance(n.value.value, str)):
+                        return None
+                    values.append(n.value.value)
+            return values or None
+        return None
+
+    def name(self, node: ast.Name, bound: bool) -> None:
+        if node.id in FORBIDDEN_NAMES:
+            cls, why = FORBIDDEN_NAMES[node.id]
+            self.add(cls, node.lineno, f"uses {node.id} ({why})")
+            return
+        if not isinstance(node.ctx, ast.Load):
+            return
+        parent = self.parent.get(node)
+        if node.id in DYNAMIC_BUILTINS and not bound:
+            is_call = isinstance(parent, ast.Call) and parent.func is node
+            if not is_call:
+                self.add(DYNAMIC_BUILTINS[node.id], node.lineno, f"refers to {node.id} without calling it "
+                         "(an alias would call it out of the gate's sight)")
+            elif node.id not in FORBIDDEN_CALLS and node.id != "getattr":
+                self.add(DYNAMIC_BUILTINS[node.id], node.lineno, f"calls {node.id}()")
+        if node.id in self.imported and not bound and not _module_use_ok(node, parent):
+            self.add("harness-tamper", node.lineno, f"passes the module {node.id!r} around as a value (the gate "
+                     f"follows only names reached as {node.id}.NAME); use its attributes directly")
+
+    def assignment(self, node: ast.Assign | ast.AugAssign | ast.AnnAssign | ast.Delete) -> None:
+        targets = node.targets if isinstance(node, ast.Assign | ast.Delete) else [node.target]
+        for t in targets:
+            root = t
+            while isinstance(root, ast.Attribute | ast.Subscript):
+                root = root.value
+            if isinstance(t, ast.Attribute) and isinstance(root, ast.Name) and root.id in self.imported:
+                self.add("harness-tamper", node.lineno, f"assigns {ast.unparse(t)} "
+                         "(patches a library the harness relies on)")
+
+    def run(self) -> list[str]:
+        for node in ast.walk(self.tree):
+            if isinstance(node, ast.Import | ast.ImportFrom):
+                self.imports(node)
+        for node, bound in _names_with_scope(self.tree):
+            self.name(node, bound)
+        for node in ast.walk(self.tree):
+            if isinstance(node, ast.Call):
+                self.call(node)
+            elif isinstance(node, ast.Attribute):
+                self.attribute(node)
+            elif isinstance(node, ast.Assign | ast.AugAssign | ast.AnnAssign | ast.Delete):
+                self.assignment(node)
+        return self.found
+
+
+def _format_fields(text: str) -> list[str]:
+    """Field names of a format template, those nested in format specs included."""
+    try:
+        parsed = list(string.Formatter().parse(text))
+    except ValueError:
+        return []
+    fields = []
+    for _, field, spec, _ in parsed:
+        if field:
+            fields.append(field)
+        if spec and "{" in spec:
+            fields += _format_fields(spec)
+    return fields
+
+
+def _const_getattr(node: ast.AST) -> bool:
+    return (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("getattr", "hasattr")
+            and len(node.args) >= 2 and isinstance(node.args[1], ast.Constant) and isinstance(node.args[1].value, str))
+
+
+def _module_use_ok(node: ast.Name, parent: ast.AST | None) -> bool:
+    """Where a module name may appear without the gate losing track of what is reached through it."""
+    if isinstance(parent, ast.Attribute) and parent.value is node:
+        return True
+    if isinstance(parent, ast.Assign) and parent.value is node and all(isinstance(t, ast.Name) for t in parent.targets):
+        return True  # a plain alias: followed by _Checker.qualify
+    if isinstance(parent, ast.Compare):
+        return True
+    if isinstance(parent, ast.If | ast.While | ast.IfExp | ast.Assert) and parent.test is node:
+        return True
+    return _const_getattr(parent) and parent.args[0] is node
+
+
+# ------------------------------------------------------------------------------------------------
+# which names a function binds itself (those never fall back to builtins)
+
+_FUNCS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
+
+
+def _bound_in(func: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda) -> set[str]:
+    a = func.args
+    names = {x.arg for x in [*a.posonlyargs, *a.args, *a.kwonlyargs]} | {x.arg for x in (a.vararg, a.kwarg) if x}
+    declared_global: set[str] = set()
+    body = func.body if isinstance(func.body, list) else [func.body]
+    stack = list(body)
+    while stack:
+        n = stack.pop()
+        if isinstance(n, ast.Global):
+            declared_global.update(n.names)
+        elif isinstance(n, ast.Nonlocal):
+            names.update(n.names)
+        elif isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store | ast.Del):
+            names.add(n.id)
+        elif isinstance(n, ast.ExceptHandler) and n.name:
+            names.add(n.name)
+        elif isinstance(n, ast.Import | ast.ImportFrom):
+            names.update((x.asname or x.name).split(".")[0] for x in n.names)
+        if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            names.add(n.name)
+            stack.extend(n.decorator_list)  # evaluated in this scope; the body is another scope
+            continue
+        if isinstance(n, ast.Lambda | ast.ListComp | ast.SetComp | ast.DictComp | ast.GeneratorExp):
+            continue  # their own scopes (a comprehension target is not this function's name)
+        stack.extend(ast.iter_child_nodes(n))
+    return names - declared_global
+
+
+def _names_with_scope(tree: ast.Module):
+    """Every Name node, with whether an enclosing function binds it (then it is not a builtin)."""
+    def visit(node: ast.AST, bound: frozenset[str]):
+        if isinstance(node, ast.Name):
+            yield node, node.id in bound
+            return
+        if isinstance(node, _FUNCS):
+            # defaults, decorators and annotations are evaluated in the enclosing scope
+            a = node.args
+            outer = [*a.defaults, *[d for d in a.kw_defaults if d]]
+            outer += [x.annotation for x in [*a.posonlyargs, *a.args, *a.kwonlyargs, a.vararg, a.kwarg]
+                      if x is not None and x.annotation is not None]
+            if not isinstance(node, ast.Lambda):
+                outer += [*node.decorator_list, *([node.returns] if node.returns else [])]
+            for o in outer:
+                yield from visit(o, bound)
+            inner = bound | _bound_in(node)
+            for part in ([node.body] if isinstance(node, ast.Lambda) else node.body):
+                yield from visit(part, inner)
+            return
+        for child in ast.iter_child_nodes(node):
+            yield from visit(child, bound)
+
+    yield from visit(tree, frozenset())
+
+
+def python_findings(path: str, tree: ast.Module) -> list[str]:
+    return _Checker(path, tree).run()
