@@ -283,7 +283,13 @@ def main() -> int:
         args.no_timing = args.no_graphs = True
     names = [t for t in args.tasks.split(",") if t] or sorted(p.parent.name for p in (ROOT / "tasks").glob("*/peers"))
     peer_filter = {p for p in args.peers.split(",") if p}
+    jit_env = {}
+    if DEVICE == "cuda":  # before FlashInfer is imported: CUDA_HOME, curand.h and libcuda.so for its JIT
+        from peer_jit_env import apply
+
+        jit_env = apply()
     env = environment()
+    env["jit_env"] = jit_env
     print(json.dumps(env), flush=True)
     if DEVICE == "cuda" and not args.no_prebuild and (not peer_filter or "flashinfer" in peer_filter) \
             and env["flashinfer-python"] != "?":

@@ -20,6 +20,8 @@ PEER_SITE=${PEER_SITE:-/tmp/site}
 
 _peer_env() {
     export PYTHONPATH=$PEER_SITE:$PEER_SITE/nvidia_cutlass_dsl/dsl_packages:$PWD/src
+    # FlashInfer JIT-builds with nvcc on a peer's first call: CUDA_HOME, curand.h, libcuda.so
+    eval "$(python3 scripts/peer_jit_env.py)"
 }
 
 case "${1:-}" in
