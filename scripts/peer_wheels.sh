@@ -7,9 +7,10 @@
 #       source scripts/peer_wheels.sh stash
 #   call 2, within the machine's warm window (30 s after call 1 returns), carry
 #   [".whl-peers/parts/<libs-cu13>.part-01", ".whl-peers/parts/<libs-cu13>.sha256", ".whl-peers/small"]:
-#       source scripts/peer_wheels.sh install && python3 scripts/h200_peers_check.py
-#   later calls on the same warm machine:
-#       source scripts/peer_wheels.sh env
+#       source scripts/peer_wheels.sh install && python3 scripts/h200_peers_check.py --peers torch,liger,quack,fla
+#   later calls on the same warm machine (FlashInfer's nvcc JIT of four modules is the slow part):
+#       source scripts/peer_wheels.sh env && python3 scripts/h200_peers_check.py --peers flashinfer
+#   Source this after scripts/device_wheels.sh, which sets PYTHONPATH without the cutlass folder.
 #
 # `install` joins the parts kept in $PEER_STASH, checks the sha256 of every part and of the joined
 # wheel, installs everything into /tmp/site (no index, no dependencies: the image has the rest)
