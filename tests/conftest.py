@@ -71,6 +71,8 @@ def _fresh_build_cache(tmp_path_factory):
     """Every test session builds from scratch: a CUDA source that compiled in an earlier session
     must not pass the compile check from a stale cache entry."""
     os.environ["KERNELCRAFT_CACHE"] = str(tmp_path_factory.mktemp("kc_cache"))
+    # what candidates' runners build into (outside the judge's cache: runner/client.py::sandbox_cache)
+    os.environ["KERNELCRAFT_SANDBOX_CACHE"] = str(tmp_path_factory.mktemp("kc_sandbox_cache"))
     yield
 
 

@@ -109,7 +109,8 @@ def test_eval_example_is_skipped_and_a_cu_syntax_error_is_a_compile_error(small_
     assert example["status"] == "SKIPPED" and example["gate"] == "build", example["reason"]
     assert "compiled for sm_90" in example["reason"] and "needs a CUDA device" in example["reason"]
     assert "rmsnorm_cached" in example["reason"]  # the kernels the cubin holds, read back from it
-    cubins = list(Path(os.environ["KERNELCRAFT_CACHE"], "cubin").glob("*/0.cubin"))
+    # built by the candidate's runner, into the sandbox's build cache (never the judge's)
+    cubins = list(Path(os.environ["KERNELCRAFT_SANDBOX_CACHE"], "build", "cubin").glob("*/0.cubin"))
     assert cubins and all(c.read_bytes()[:4] == b"\x7fELF" for c in cubins)
 
     assert bad["status"] == "COMPILE_ERROR", bad["reason"]

@@ -70,6 +70,7 @@ class Sandbox:
     scratch: Path  # the runner's one writable folder of its own
     caches: list[Path] = field(default_factory=list)  # shared compile caches it may write
     device: str = "cpu"
+    writable: list[Path] = field(default_factory=list)  # more paths landlock lets it write
     held: list[str] = field(default_factory=list)
     degraded: list[str] = field(default_factory=list)
 
@@ -89,6 +90,19 @@ def _err(what: str) -> str:
 def unshare(flags: int) -> None:
     if _libc().unshare(ctypes.c_int(flags)) != 0:
         raise OSError(ctypes.get_errno(), _err(f"unshare({flags:#x})"))
+
+
+def skipped(name: str) -> bool:
+    """A mechanism switched off by ``KERNELCRAFT_SANDBOX_SKIP`` (comma-separated: pidns, netns,
+    mounts, tmpfs, uid, caps, landlock, rlimits): for a host where one breaks something the runner
+    needs; the record names it as degraded."""
+    global _SKIP
+    if _SKIP is None:  # read once: the runner's environment is replaced from an allowlist on the way
+        _SKIP = {x.strip() for x in os.environ.get("KERNELCRAFT_SANDBOX_SKIP", "").split(",") if x.strip()}
+    return name in _SKIP
+
+
+_SKIP: set[str] | None = None
 
 
 def mode() -> str:
@@ -133,7 +147,8 @@ def isolate(box: Sandbox, pid_namespace: bool = True) -> bool:
     if m == "off":
         box.degraded.append("sandbox off (KERNELCRAFT_SANDBOX=off): the candidate runs with the judge's privileges")
         return False
-    flags = (CLONE_NEWPID if pid_namespace else 0) | CLONE_NEWNS | CLONE_NEWNET
+    pid_namespace = pid_namespace and not skipped("pidns")
+    flags = (CLONE_NEWPID if pid_namespace else 0) | CLONE_NEWNS | (0 if skipped("netns") else CLONE_NEWNET)
     if m == "user":
         flags |= CLONE_NEWUSER
         uid, gid = os.getuid(), os.getgid()
@@ -154,8 +169,12 @@ def isolate(box: Sandbox, pid_namespace: bool = True) -> bool:
     if pid_namespace:
         box.held.append("pid namespace (no other process visible; its descendants die with it)")
     else:
-        box.degraded.append("no pid namespace (a profiler watches this runner): other processes are visible")
-    box.held.append("network namespace (no network, no other process's abstract sockets)")
+        box.degraded.append("no pid namespace (a profiler watches this runner, or KERNELCRAFT_SANDBOX_SKIP): "
+                            "other processes are visible")
+    if skipped("netns"):
+        box.degraded.append("no network namespace (KERNELCRAFT_SANDBOX_SKIP): the network is reachable")
+    else:
+        box.held.append("network namespace (no network, no other process's abstract sockets)")
     return pid_namespace
 
 
@@ -176,6 +195,9 @@ def _mounts(box: Sandbox) -> None:
         box.degraded.append(f"private /proc refused ({e}): other processes' /proc entries stay readable")
         return
     box.held.append("private /proc (only the sandbox's processes)")
+    if skipped("tmpfs"):
+        box.degraded.append("no tmpfs over /tmp (KERNELCRAFT_SANDBOX_SKIP)")
+        return
     keep = [box.scratch, *box.caches, *(Path(e) for e in sys.path if e and Path(e).is_dir())]
     fds: dict[Path, int] = {}
     try:
@@ -293,7 +315,11 @@ def _landlock(box: Sandbox) -> None:
                     ruleset.allow(str(dev), rules=dev_rules)
                 except Exception:  # noqa: BLE001, S112
                     continue
-        for w in (box.scratch, *box.caches):
+        # The CUDA driver writes to its own process's /proc entries: with /proc read-only under landlock,
+        # cudaGetDeviceCount failed with error 304 on the H200 (scripts/probe_landlock_cuda.py,
+        # 2026-12-01). Only this process's own folder is writable, never /proc as a whole.
+        own_proc = Path(os.path.realpath("/proc/self"))
+        for w in (box.scratch, *box.caches, *box.writable, own_proc):
             clear()
             ruleset.allow(str(w))
         clear()
@@ -302,7 +328,7 @@ def _landlock(box: Sandbox) -> None:
         box.degraded.append(f"landlock refused: {type(e).__name__}: {e}")
         return
     box.held.append("landlock (reads: the Python installation, system libraries, /dev, /proc, /sys; "
-                    "writes: its scratch folder and the compile caches)")
+                    "writes: its scratch folder, the compile caches and its own /proc entry)")
 
 
 def _environment(box: Sandbox) -> None:
@@ -330,23 +356,27 @@ def enter(box: Sandbox, namespaced: bool) -> Sandbox:
     comes last (it also sets no_new_privs)."""
     if mode() == "off":
         return box
-    if namespaced:
+    if namespaced and not skipped("mounts"):
         _mounts(box)
     for c in box.caches:
         for sub in CACHE_SUBDIRS:
             (c / sub).mkdir(parents=True, exist_ok=True)
-    _limits(box)
+    if not skipped("rlimits"):
+        _limits(box)
     if os.geteuid() == 0:
-        if python_world_readable():
+        if python_world_readable() and not skipped("uid"):
             try:
                 _drop_uid(box)
             except OSError as e:
                 box.degraded.append(f"uid drop refused ({e})")
                 _drop_caps(box)
-        else:
+        elif not skipped("caps"):
             _drop_caps(box)
     _environment(box)
-    _landlock(box)
+    if skipped("landlock"):
+        box.degraded.append("no landlock (KERNELCRAFT_SANDBOX_SKIP): no filesystem allowlist")
+    else:
+        _landlock(box)
     if _libc().prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
         box.degraded.append(_err("no_new_privs"))
     if os.environ.get("KERNELCRAFT_SANDBOX_STRICT") == "1" and box.degraded:
