@@ -8,7 +8,6 @@ import json
 import os
 import sys
 import tempfile
-import traceback
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))

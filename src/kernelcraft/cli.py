@@ -111,6 +111,7 @@ def eval_cmd(
     with_compile: Annotated[bool, typer.Option("--with-compile", help="add a row: the reference under torch.compile, one graph per shape (on by default with peers)")] = False,
     compile_mode: Annotated[list[str] | None, typer.Option("--compile-mode", help="torch.compile rows to add, repeatable: default, max-autotune-no-cudagraphs, reduce-overhead, max-autotune, or dynamic (one graph with symbolic sizes: the weak old row)")] = None,
     confirm: Annotated[bool, typer.Option("--confirm/--no-confirm", help="GPU: confirm each candidate's timing with Nsight Compute from outside its process (without it no GPU candidate is promotable)")] = True,
+    peer: Annotated[list[str] | None, typer.Option("--peer", help="with peers: only these (a PEER name, repeatable); default: every file of peers/")] = None,
     peers: Annotated[bool | None, typer.Option("--peers/--no-peers", help="time the task's peers (peers/*.py) and torch.compile in the same run; default: on for cuda, off for cpu")] = None,
     with_baseline: Annotated[bool, typer.Option("--with-baseline", help="add the baseline row also when SOLUTIONS are named")] = False,
     workload: Annotated[list[str] | None, typer.Option(help="only workloads whose uuid starts with this (repeatable)")] = None,
@@ -152,7 +153,7 @@ def eval_cmd(
         modes = list(dict.fromkeys(compile_mode or ([] if not (with_compile or with_peers) else ["default"])))
         entries += [compile_entry(task, m) for m in modes]
         if with_peers:
-            entries += peer_entries(task)
+            entries += peer_entries(task, only=peer)
         paths = task.solution_paths() if not solutions else solutions
         for p in paths:
             entries.append(("candidate", load_solution(p, task.definition.name), str(p)))

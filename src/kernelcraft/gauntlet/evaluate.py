@@ -96,12 +96,15 @@ def compile_entry(task: Task, mode: str = "default") -> tuple[str, Solution, str
     return "torch.compile", compile_solution(task, mode), "definition.json:reference", options
 
 
-def peer_entries(task: Task) -> list[tuple[str, Solution, str, dict]]:
-    """One row per ``peers/*.py`` of the task (whether it can run here is the worker's to say)."""
+def peer_entries(task: Task, only: list[str] | None = None) -> list[tuple[str, Solution, str, dict]]:
+    """One row per ``peers/*.py`` of the task (whether it can run here is the worker's to say);
+    ``only``: these peer names."""
     from kernelcraft.task.peers import read_specs
 
     out = []
     for spec in read_specs(task.root):
+        if only and spec.name not in only:
+            continue
         sol = pack_python_file(spec.path, task.definition.name, name=spec.row, author=spec.library)
         out.append(("peer", sol, str(spec.path), {"peer": spec.name}))
     return out
