@@ -28,7 +28,8 @@ def main() -> None:
     from kernelcraft.runner.main import start
 
     sock = socket.socket(fileno=a.fd)
-    start(sock, a.device, a.scratch, a.cache, a.log, pid_namespace=not a.no_pid_namespace)
+    start(sock, a.device, a.scratch, a.cache, a.log, pid_namespace=not a.no_pid_namespace,
+          profiled=a.no_pid_namespace)
 
 
 if __name__ == "__main__":

@@ -100,6 +100,7 @@ class RunnerClient:
             out.close()
             runner_end.close()
             self.pid, self.sock = self.popen.pid, judge_end
+            _LIVE.add(self.pid)
             return
         pid = os.fork()
         if pid == 0:
@@ -110,6 +111,7 @@ class RunnerClient:
             start(runner_end, device, str(self.scratch), caches, self.log_path)  # never returns
         runner_end.close()
         self.pid, self.sock = pid, judge_end
+        _LIVE.add(pid)
 
     # -- the process ---------------------------------------------------------------------------
     def wait_ready(self, timeout: float) -> None:
@@ -191,6 +193,7 @@ class RunnerClient:
         else:
             with contextlib.suppress(ChildProcessError):
                 os.waitpid(self.pid, 0)
+        _LIVE.discard(self.pid)
         _reap_orphans()
         self.sock.close()
         shutil.rmtree(self.scratch, ignore_errors=True)
@@ -273,11 +276,23 @@ def _exit_of(pid: int) -> str:
     return _describe(_reaped[pid])
 
 
+_LIVE: set[int] = set()  # pids of this judge's runners still in use (a confirmation runs beside the main one)
+
+
 def _reap_orphans() -> None:
-    """Processes the runner's left behind and the kernel handed to this subreaper: killed, reaped."""
-    for p in descendants(os.getpid())[1:]:
-        with contextlib.suppress(OSError):
-            os.kill(p, signal.SIGKILL)
+    """Processes a runner left behind that the kernel handed to this subreaper (they are this
+    process's children but no live runner): killed, with what they started, and reaped."""
+    mine = os.getpid()
+    children = []
+    for t in os.listdir(f"/proc/{mine}/task"):
+        with contextlib.suppress(OSError, ValueError):
+            children += [int(c) for c in Path(f"/proc/{mine}/task/{t}/children").read_text().split()]
+    for child in children:
+        if child in _LIVE:
+            continue
+        for p in reversed(descendants(child)):
+            with contextlib.suppress(OSError):
+                os.kill(p, signal.SIGKILL)
     while True:
         try:
             pid, _ = os.waitpid(-1, os.WNOHANG)

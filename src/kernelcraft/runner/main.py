@@ -51,7 +51,7 @@ def _close_fds(keep: set[int]) -> None:
 
 
 def start(sock: socket.socket, device: str, scratch: str, caches: list[str], log_path: str,
-          pid_namespace: bool = True) -> None:
+          pid_namespace: bool = True, profiled: bool = False) -> None:
     """Entry of the runner, in the process its judge forked. Never returns."""
     code = 0
     try:
@@ -64,7 +64,7 @@ def start(sock: socket.socket, device: str, scratch: str, caches: list[str], log
         os.close(devnull)
         _close_fds({sock.fileno()})
         os.setsid()  # a session and process group of its own: nothing it signals as a group is the judge's
-        box = Sandbox(Path(scratch), [Path(c) for c in caches], device)
+        box = Sandbox(Path(scratch), [Path(c) for c in caches], device, profiled=profiled)
         if isolate(box, pid_namespace):
             pid = os.fork()  # the child is pid 1 of the new pid namespace
             if pid:
@@ -318,14 +318,19 @@ class Runner:
         # The op audit watches the warm-up and the capture as it watches checks: a candidate that
         # falls back to torch compute only when it is about to be timed is seen doing it.
         audit = checks.OpAudit()
-        try:
+        plain = fn
+
+        def fn():  # only the candidate's own calls are audited: capture_begin fills RNG state (aten::fill_)
             with audit:
-                for _ in range(int(msg.get("warmup", 3))):
-                    fn()
-                self._sync()
-                graph, returned, error = None, None, ""
-                if self.on_gpu and msg.get("graphs", True):
-                    graph, returned, error = capture(fn, "cuda")
+                return plain()
+
+        try:
+            for _ in range(int(msg.get("warmup", 3))):
+                fn()
+            self._sync()
+            graph, returned, error = None, None, ""
+            if self.on_gpu and msg.get("graphs", True):
+                graph, returned, error = capture(fn, "cuda")
         except BaseException as e:  # noqa: BLE001
             return {"error": candidate_traceback(e)}
         if graph is not None:

@@ -71,6 +71,9 @@ class Sandbox:
     caches: list[Path] = field(default_factory=list)  # shared compile caches it may write
     device: str = "cpu"
     writable: list[Path] = field(default_factory=list)  # more paths landlock lets it write
+    # under Nsight Compute: its injected library talks to ncu through files under /tmp (the target
+    # exited with code 18 otherwise on the H200), so /tmp stays shared and writable
+    profiled: bool = False
     held: list[str] = field(default_factory=list)
     degraded: list[str] = field(default_factory=list)
 
@@ -148,7 +151,10 @@ def isolate(box: Sandbox, pid_namespace: bool = True) -> bool:
         box.degraded.append("sandbox off (KERNELCRAFT_SANDBOX=off): the candidate runs with the judge's privileges")
         return False
     pid_namespace = pid_namespace and not skipped("pidns")
-    flags = (CLONE_NEWPID if pid_namespace else 0) | CLONE_NEWNS | (0 if skipped("netns") else CLONE_NEWNET)
+    # a profiled runner keeps the host's network: Nsight Compute's injected library reaches ncu over
+    # loopback sockets, which a network namespace of its own would not have
+    own_net = not (skipped("netns") or box.profiled)
+    flags = (CLONE_NEWPID if pid_namespace else 0) | CLONE_NEWNS | (CLONE_NEWNET if own_net else 0)
     if m == "user":
         flags |= CLONE_NEWUSER
         uid, gid = os.getuid(), os.getgid()
@@ -171,8 +177,9 @@ def isolate(box: Sandbox, pid_namespace: bool = True) -> bool:
     else:
         box.degraded.append("no pid namespace (a profiler watches this runner, or KERNELCRAFT_SANDBOX_SKIP): "
                             "other processes are visible")
-    if skipped("netns"):
-        box.degraded.append("no network namespace (KERNELCRAFT_SANDBOX_SKIP): the network is reachable")
+    if not own_net:
+        box.degraded.append("no network namespace (a profiled runner, or KERNELCRAFT_SANDBOX_SKIP): the "
+                            "network is reachable")
     else:
         box.held.append("network namespace (no network, no other process's abstract sockets)")
     return pid_namespace
@@ -195,6 +202,10 @@ def _mounts(box: Sandbox) -> None:
         box.degraded.append(f"private /proc refused ({e}): other processes' /proc entries stay readable")
         return
     box.held.append("private /proc (only the sandbox's processes)")
+    if box.profiled:
+        box.writable.append(Path("/tmp"))
+        box.degraded.append("/tmp shared with Nsight Compute and writable (a profiled runner)")
+        return
     if skipped("tmpfs"):
         box.degraded.append("no tmpfs over /tmp (KERNELCRAFT_SANDBOX_SKIP)")
         return
@@ -339,7 +350,11 @@ def _environment(box: Sandbox) -> None:
     home.mkdir(exist_ok=True)
     tmp = box.scratch / "tmp"
     tmp.mkdir(exist_ok=True)
-    os.environ.update(HOME=str(home), TMPDIR=str(tmp), XDG_CACHE_HOME=str(home / ".cache"))
+    # USER/LOGNAME: the sandbox uid has no passwd entry, and getpass.getuser() (torch._inductor's cache
+    # folder, at torch._dynamo's import) raises without them (seen under ncu on the H200)
+    os.environ.update(HOME=str(home), TMPDIR=str(tmp), XDG_CACHE_HOME=str(home / ".cache"),
+                      USER="kernelcraft-sandbox", LOGNAME="kernelcraft-sandbox",
+                      TORCHINDUCTOR_CACHE_DIR=str(home / ".cache" / "torchinductor"))
     if box.caches:
         os.environ["TRITON_CACHE_DIR"] = str(box.caches[0] / "triton")
         os.environ["KERNELCRAFT_CACHE"] = str(box.caches[0] / "build")

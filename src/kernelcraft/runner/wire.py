@@ -47,11 +47,14 @@ def _recv_exactly(sock: socket.socket, n: int, deadline: float, fds: list[int], 
         left = deadline - time.monotonic()
         if left <= 0 or not select.select([sock], [], [], None if math.isinf(left) else left)[0]:
             raise Timeout("no reply in time")
-        if max_fds and not fds:
-            chunk, got, _, _ = socket.recv_fds(sock, n - len(buf), max_fds)
-            fds.extend(got)
-        else:
-            chunk = sock.recv(n - len(buf))
+        try:
+            if max_fds and not fds:
+                chunk, got, _, _ = socket.recv_fds(sock, n - len(buf), max_fds)
+                fds.extend(got)
+            else:
+                chunk = sock.recv(n - len(buf))
+        except OSError as e:  # reset by a process that died
+            raise WireError(f"the other side closed the connection ({e})") from None
         if not chunk:
             raise WireError("the other side closed the connection")
         buf += chunk

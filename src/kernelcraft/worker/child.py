@@ -447,7 +447,7 @@ class _Confirmer:
         from kernelcraft.gauntlet import confirm
         from kernelcraft.gauntlet.judge import Refused, RemoteSubject
         from kernelcraft.measure._ncu import find_ncu
-        from kernelcraft.runner.client import RunnerClient
+        from kernelcraft.runner.client import ProtocolError, RunnerClient, RunnerDied
 
         self.error, self.client, self.subject = "", None, None
         ncu = find_ncu()
@@ -465,9 +465,24 @@ class _Confirmer:
             if built.status != "PASSED":
                 self.error = f"the candidate did not build under Nsight Compute: {built.status} {built.reason[:500]}"
         except Refused as e:
-            self.error = f"the runner under Nsight Compute failed: {e.reason[:800]}"
+            try:
+                out = self.output.read_text(errors="replace")[-1200:]
+            except OSError:
+                out = ""
+            self.error = f"the runner under Nsight Compute failed: {e.reason[:1500]}; ncu said: {out or '(nothing)'}"
+        except (RunnerDied, ProtocolError, OSError) as e:
+            tail = self.client.log_tail(1500) if self.client is not None else ""
+            try:
+                out = self.output.read_text(errors="replace")[-1500:]
+            except OSError:
+                out = ""
+            self.error = (f"the runner under Nsight Compute did not start: {e}; its log: {tail or '(empty)'}; "
+                          f"ncu said: {out or '(nothing)'}")
         if self.error:
-            self.close()
+            try:
+                self.close()
+            except Exception:  # noqa: BLE001, S110 - already failed; the record says why
+                self.client = None
 
     def profile(self, w) -> None:
         from kernelcraft.gauntlet import confirm
