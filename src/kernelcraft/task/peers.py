@@ -162,6 +162,12 @@ def load_peer(root: Path, name: str, device: str) -> LoadedPeer:
     why = unavailable(spec, device)
     if why:
         raise LookupError(why)
+    for m in spec.modules:  # installed is not enough: quack imports, then its CuTe DSL libraries may not
+        try:
+            importlib.import_module(m)
+        except Exception as e:  # noqa: BLE001 - whatever a library raises at import makes the row SKIPPED
+            raise LookupError(f"{spec.row}: importing {m!r} failed here ({type(e).__name__}: {str(e)[:300]}); "
+                              f"{spec.install}") from None
     module_spec = importlib.util.spec_from_file_location(f"kc_peer_{name}", spec.path)
     module = importlib.util.module_from_spec(module_spec)
     module_spec.loader.exec_module(module)
