@@ -124,7 +124,9 @@ SMALL = {
     # a sequence of 70 tokens (a full chunk and a partial one, the state carried between them),
     # an empty one and a short one
     "gdn_prefill": [[0, 3, 70]],
-    "kda_prefill": [[0, 3, 70]],
+    # 32 heads make every interpreted kernel call slow: one chunk here; the multi-chunk carry is
+    # test_kda_kernel_paths' (2 heads, called directly)
+    "kda_prefill": [[0, 40]],
 }
 
 
@@ -201,3 +203,32 @@ def test_baseline_meets_its_contract(task, tmp_path):
         want = normalize_outputs(ref(*_f64(args)), t.definition)
         c = compare(got, want, t.definition, t.contract, t.definition.axis_values(axes), "cpu", args)
         assert c.status == "PASSED", c.reason
+
+
+@pytest.mark.parametrize("intra_gpu_path", [False, True])
+def test_kda_kernel_paths(intra_gpu_path, monkeypatch):
+    """The KDA kernels on 2 heads (the kernels take any head count; the task's is 32), several
+    chunks per sequence, an empty sequence, ordinary and ~exp(-49)-per-token decays, against the
+    chunked float64 formulation under the task's tolerances. intra_gpu_path runs _intra's GPU code
+    (one column at a time inside a sub-chunk, tl.dot between sub-chunks) on the CPU tensors."""
+    contract = tomllib.loads((TASKS / "kda_prefill" / "contract.toml").read_text())["tolerance"]["output"]
+    monkeypatch.setenv("TRITON_INTERPRET", "1")  # read when @triton.jit decorates, i.e. at load
+    sol = _module(TASKS / "kda_prefill" / "solutions" / "triton_chunk.py")
+    sol.CONFIG["INTRA_GPU_PATH_ON_CPU"] = intra_gpu_path
+    gen = torch.Generator().manual_seed(1)
+    H, K, lens = 2, 128, [3, 70, 0, 130]
+    T, N = sum(lens), len(lens)
+    cu = torch.tensor([0] + torch.tensor(lens).cumsum(0).tolist(), dtype=torch.int64)
+    r = lambda *s: torch.randn(*s, generator=gen)  # noqa: E731
+    for dt_bias in (-6.9 + 4.65 * torch.rand(H, K, generator=gen), torch.full((H, K), 3.0)):
+        args = [r(T, H, K).bfloat16(), r(T, H, K).bfloat16(), r(T, H, K).bfloat16(), r(N, H, K, K),
+                math.log(16) * torch.rand(H, generator=gen), r(T, H, K).bfloat16(), dt_bias,
+                (2 * r(T, H)).bfloat16(), cu, 1 / math.sqrt(K)]
+        want = chunked(*args, per_channel=True)
+        got = sol.run(*args)
+        for name, g, w in zip(("output", "new_state"), got, want, strict=True):
+            tol = contract[name]
+            err = (g.double() - w).abs()
+            bound = torch.maximum(torch.full_like(w, tol["atol"]), tol["rtol"] * w.abs())
+            assert bool((err <= bound).all()), (name, float(err.max()))
+        assert torch.equal(got[1][2], args[3][2])  # the empty sequence keeps its state bit for bit
