@@ -165,7 +165,7 @@ def test_task_on_cpu(task, tmp_path):
     expected = tomllib.loads((TASKS / task / "solutions" / "wrong" / "expected.toml").read_text()) \
         if (wrong / "expected.toml").is_file() else {}
     good = sorted((t / "solutions").glob("*.py"))
-    rep = eval_json(t, *good, *[wrong / f"{name}.py" for name in expected], extra=("--no-timing",), tmp=tmp_path)
+    rep = eval_json(t, *good, *[wrong / f"{name}.py" for name in expected], extra=("--no-timing", "--workers", "2"), tmp=tmp_path)
     got = {s["name"]: s for s in rep["solutions"]}
     assert any(s["language"] == "triton" and s["name"] not in expected for s in rep["solutions"])
     for s in rep["solutions"]:
