@@ -93,17 +93,31 @@ def _axis_expression(v: float | str) -> float | str:
 
 
 class InputDistribution(_Strict):
-    dist: Literal["normal", "uniform", "randint"]
+    # None: the default for the input's dtype, within the bounds the definition's constraints state
+    dist: Literal["normal", "uniform", "randint"] | None = None
     mean: float = 0.0
     std: float = 1.0
     # a number, or an expression over axis names ("vocab_size"): a target index in [0, vocab_size)
     low: float | str = 0.0
     high: float | str = 1.0
+    # The stress variant of a floating input (kernelcraft.task.inputs): a few entries per row at
+    # |x| in outlier_magnitude (times std), and rows scaled to near zero. Off where the input's
+    # meaning makes them out of its domain; the contract says why.
+    outliers: bool = True
+    near_zero_rows: bool = True
+    outlier_magnitude: tuple[float, float] = (100.0, 1000.0)
 
     @field_validator("low", "high")
     @classmethod
     def _safe(cls, v: float | str) -> float | str:
         return _axis_expression(v)
+
+    @field_validator("outlier_magnitude")
+    @classmethod
+    def _magnitude(cls, v: tuple[float, float]) -> tuple[float, float]:
+        if not 0 < v[0] <= v[1]:
+            raise ValueError(f"outlier_magnitude {list(v)} must be [low, high] with 0 < low <= high")
+        return v
 
     def bounds(self, axes: dict[str, int]) -> tuple[float, float]:
         from kernelcraft.task.definition import eval_expression
@@ -137,6 +151,7 @@ class Integrity(_Strict):
 class Generalization(_Strict):
     holdouts: int = Field(default=3, ge=0)  # shapes drawn per run, unseen by the candidate's author
     shapes: list[dict[str, int]] = Field(default_factory=list)  # extra fixed holdouts: var-axis values
+    stress: int = Field(default=2, ge=0)  # workloads re-run on stress inputs (outliers, near-zero rows)
 
 
 class Roofline(_Strict):
