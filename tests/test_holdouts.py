@@ -252,3 +252,24 @@ def test_even_batch_fixture_is_caught_where_old_holdouts_were_all_odd(tmp_path):
     assert bad["status"] == "INCORRECT_NUMERICAL" and bad["gate"] == "generalization", bad["reason"]
     assert "[holdout-shapes]" in bad["reason"]
     assert math.isfinite(good["holdouts"][0]["max_abs_error"])
+
+
+@pytest.mark.gpu
+def test_int32_offsets_fail_past_2_31_on_gpu(tmp_path):
+    """On a GPU the gauntlet adds one shape past 2^31 elements of logits: the honest kernel (int64
+    offsets) passes it, the same kernel with int32 offsets does not. Run by scripts/h200_holdouts.sh."""
+    t = small_task("cross_entropy", tmp_path, [{"num_rows": 3, "vocab_size": 5000}, {"num_rows": 2, "vocab_size": 17000}])
+    fixture = FIXTURES / "int32_offsets" / "cross_entropy_int32.py"
+    out = tmp_path / "gpu.json"
+    from conftest import kc
+
+    proc = kc("eval", t, t / "solutions" / "triton_online.py", fixture, "--device", "cuda", "--no-timing",
+              "--timeout", "600", "--json", out)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    good, bad = json.loads(out.read_text())["solutions"]
+    big = [h for h in good["holdouts"] if h["uuid"] == "holdout-int32-overflow"]
+    assert big and big[0]["status"] == "PASSED", good["reason"]
+    assert big[0]["axes"]["num_rows"] * big[0]["axes"]["vocab_size"] > INT32_ELEMENTS
+    assert good["status"] == "PASSED", good["reason"]
+    assert bad["status"] in ("INCORRECT_NUMERICAL", "RUNTIME_ERROR"), bad["reason"]
+    assert "[holdout-shapes]" in bad["reason"] and "holdout-int32-overflow" in bad["reason"], bad["reason"]

@@ -11,7 +11,11 @@ exactly these defaults:
 - ``[inputs.<name>]`` how a ``random`` input is drawn: ``dist = "normal"`` (mean, std),
   ``"uniform"`` (low, high) or ``"randint"`` (low inclusive, high exclusive). Default per dtype:
   floats N(0, 1); int8 randint[-128, 128); other ints randint[-1024, 1024); uint8 randint[0, 256);
-  bool randint[0, 2) (FlashInfer-Bench's choices).
+  bool randint[0, 2) (FlashInfer-Bench's choices), kept within the bounds the definition's
+  constraints put on the input's values (``0 <= h < 16``: :mod:`kernelcraft.task.inputs`).
+  ``outliers`` true, ``near_zero_rows`` true, ``outlier_magnitude`` [100, 1000]: the stress variant
+  of a floating input (a few entries per row at |x| in that range times std, rows scaled to near
+  zero); set false where the input's meaning rules them out, and say why.
 - ``[limits]`` ``build_timeout_s`` 900 (a torch extension build can take minutes),
   ``workload_timeout_s`` 300 (one workload's correctness run, reference included, or its timing).
 - ``[timing]`` ``budget_ms`` 500 per timed function per workload, ``min_reps`` 10, ``max_reps`` 1000,
@@ -22,9 +26,11 @@ exactly these defaults:
   its exact source (``kernelcraft approve CANDIDATE --by NAME``, recorded in the ledger).
 - ``[integrity]`` ``deterministic`` true (outputs bit-identical on repeat), ``allowed_torch_ops`` []
   (aten op names a candidate may call besides allocation, views and metadata).
-- ``[generalization]`` ``holdouts`` 3 (holdout shapes drawn per run within the definition's
-  constraints: size 1, odd sizes, larger than any workload), ``shapes`` [] (fixed extra holdouts,
-  each a table of var-axis values).
+- ``[generalization]`` ``holdouts`` 3 (holdout shapes drawn per run over the whole range the
+  definition's constraints allow: above the largest workload, between adjacent workloads, powers of
+  two and their neighbours, log-uniform; odd and even-not-a-multiple-of-16 sizes; several axes at
+  once; :mod:`kernelcraft.gauntlet.holdout`), ``shapes`` [] (fixed extra holdouts, each a table of
+  var-axis values), ``stress`` 2 (workloads run again on stress inputs; 0: none).
 - ``[roofline]`` the bytes/FLOP model of speed-of-light fractions: ``bytes`` and ``flops`` are
   arithmetic expressions over the axis names (default bytes: every tensor input read once and every
   output written once; default flops: 0, a memory-bound task); ``flops_dtype`` names the calibrated
