@@ -127,8 +127,10 @@ process, file and harness imports outright.
   (`[output-caching]`: shapes are re-run with fresh values).
 - **Deterministic**: every passing call is repeated on identical inputs and must be
   bit-identical (`[nondeterminism]`); avoid atomics whose order varies.
-- **All shapes within the constraints**: holdout shapes are drawn per run (size 1, odd sizes,
-  just past powers of two, larger than any workload) (`[holdout-shapes]`); exact output shapes
+- **All shapes within the constraints**: holdout shapes are drawn per run over the whole
+  range the constraints allow (odd and even sizes, between and above the workloads, several axes
+  at once; on a GPU one shape past 2^31 elements: use 64-bit offsets) (`[holdout-shapes]`); inputs
+  with outliers (|x| ~ 100-1000) and near-zero rows (`[stress-inputs]`); exact output shapes
   and dtypes; NaN/Inf must agree with the reference.
 - **Static rules**: no threads, processes, files, timers, CUDA streams, device syncs, or imports
   of the harness (`kernelcraft`), `os`, `time`, `inspect`, `gc`, `importlib`, `ctypes`, ...

@@ -71,10 +71,13 @@ def _validate(name: str, got: Any, want_shape: tuple[int, ...] | None, dtype: st
 
 
 def compare(outputs: list[Any], expected: list[Any], definition: Definition, contract: Contract,
-            axes: dict[str, int], device: str, inputs: list[Any] | None = None) -> Check:
+            axes: dict[str, int], device: str, inputs: list[Any] | None = None,
+            atol_floor: dict[str, float] | None = None) -> Check:
     """Judge a candidate's outputs: shape, dtype and device exactly, then each output group by the
     contract's checker (:mod:`kernelcraft.gauntlet.checkers`; ``tolerance`` by default). ``inputs``
-    (the pristine inputs, in the definition's order) are what set-valued and objective checkers read."""
+    (the pristine inputs, in the definition's order) are what set-valued and objective checkers read.
+    ``atol_floor`` (output name -> absolute error) raises an output's atol to at least that much
+    (stress inputs: :func:`kernelcraft.gauntlet.stress.atol_floor`)."""
     from kernelcraft.gauntlet.checkers import Context, checkers_for
 
     got: dict[str, Any] = {}
@@ -86,7 +89,8 @@ def compare(outputs: list[Any], expected: list[Any], definition: Definition, con
         if spec.shape is None and isinstance(g, torch.Tensor):
             g = g.item()
         got[name], ref[name] = g, r
-    ctx = Context(definition, contract, axes, device, dict(zip(definition.inputs, inputs or [], strict=False)), got, ref)
+    ctx = Context(definition, contract, axes, device, dict(zip(definition.inputs, inputs or [], strict=False)), got, ref,
+                  dict(atol_floor or {}))
     worst_abs = worst_rel = 0.0
     for checker in checkers_for(definition, contract):
         check = checker.check(ctx)

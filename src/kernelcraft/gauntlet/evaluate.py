@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kernelcraft import HARNESS_VERSION
-from kernelcraft.gauntlet.holdout import holdout_workloads
+from kernelcraft.gauntlet.holdout import holdout_workloads, large_holdout, stress_workloads
 from kernelcraft.gauntlet.records import EvalReport, SolutionResult, WorkloadResult, weighted_geomean
 from kernelcraft.gauntlet.static import check_static
 from kernelcraft.measure.calibrate import Calibration
@@ -298,7 +298,14 @@ def prepare(task: Task, role: str, sol: Solution, path: str, seed: int, opts: Op
         # The first workload's shape again with fresh values: catches outputs cached by pointer,
         # shape or value (the timing phase's recheck does the same for every workload, when timed).
         repeat = first.model_copy(update={"uuid": f"repeat-{first.uuid[:8]}"})
-        holdouts = [repeat, *holdout_workloads(task, seed, cap)]
+        holdouts = [repeat, *holdout_workloads(task, seed, cap), *stress_workloads(task, runnable)]
+        if opts.device.startswith("cuda"):
+            # One shape past 2^31 elements where the constraints allow it (int32 offsets), within
+            # half the device's memory: another worker's cached allocations may hold the rest.
+            from kernelcraft.measure.environment import device_info
+
+            big = large_holdout(task, device_info(opts.device)["memory_bytes"] // 2)
+            holdouts += [big] if big is not None else []
     res.holdouts = [WorkloadResult(uuid=h.uuid, axes=h.axes, status="SKIPPED", reason="not run") for h in holdouts]
     by_uuid.update({r.uuid: r for r in res.holdouts})
     limits = task.contract.limits
@@ -404,6 +411,9 @@ def _apply(res: SolutionResult, by_uuid: dict[str, WorkloadResult], out: JobOutc
                 where = "[output-caching] fresh values of a shape already seen, " + where
             elif uuid.startswith("holdout-"):
                 where = "[holdout-shapes] a shape none of the workloads has, " + where
+            elif uuid.startswith("stress-"):
+                where = ("[stress-inputs] a workload's shape with outliers (|x| ~ 100-1000) and near-zero rows "
+                         "in its floating inputs, " + where)
         _stop(res, status, gate, where + reason, "not run: the candidate failed an earlier workload")
         return
     ran = [w for w in res.workloads if w.status == "PASSED"]

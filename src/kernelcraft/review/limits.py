@@ -7,7 +7,7 @@ The envelope is read from the record, never assumed:
 - dtypes: the definition's, which the gauntlet checked exactly (INCORRECT_DTYPE otherwise);
 - shapes: const axes at their definition value; each var axis between the smallest and largest value
   of a workload or holdout that PASSED. Interpolating inside that range is what the generalization
-  gate backs (its holdouts are size 1, odd sizes and non-multiples of every power of two); values
+  gate backs (its holdouts fall between and above the workloads, odd and even sizes); values
   outside it were never run. ``exact`` keeps the list of the values that ran, for a user who wants
   the kernel only on exactly those;
 - layout: contiguous tensors, which is all the gauntlet feeds a candidate;

@@ -11,7 +11,11 @@ exactly these defaults:
 - ``[inputs.<name>]`` how a ``random`` input is drawn: ``dist = "normal"`` (mean, std),
   ``"uniform"`` (low, high) or ``"randint"`` (low inclusive, high exclusive). Default per dtype:
   floats N(0, 1); int8 randint[-128, 128); other ints randint[-1024, 1024); uint8 randint[0, 256);
-  bool randint[0, 2) (FlashInfer-Bench's choices).
+  bool randint[0, 2) (FlashInfer-Bench's choices), kept within the bounds the definition's
+  constraints put on the input's values (``0 <= h < 16``: :mod:`kernelcraft.task.inputs`).
+  ``outliers`` true, ``near_zero_rows`` true, ``outlier_magnitude`` [100, 1000]: the stress variant
+  of a floating input (a few entries per row at |x| in that range times std, rows scaled to near
+  zero); set false where the input's meaning rules them out, and say why.
 - ``[limits]`` ``build_timeout_s`` 900 (a torch extension build can take minutes),
   ``workload_timeout_s`` 300 (one workload's correctness run, reference included, or its timing).
 - ``[timing]`` ``budget_ms`` 500 per timed function per workload, ``min_reps`` 10, ``max_reps`` 1000,
@@ -22,9 +26,11 @@ exactly these defaults:
   its exact source (``kernelcraft approve CANDIDATE --by NAME``, recorded in the ledger).
 - ``[integrity]`` ``deterministic`` true (outputs bit-identical on repeat), ``allowed_torch_ops`` []
   (aten op names a candidate may call besides allocation, views and metadata).
-- ``[generalization]`` ``holdouts`` 3 (holdout shapes drawn per run within the definition's
-  constraints: size 1, odd sizes, larger than any workload), ``shapes`` [] (fixed extra holdouts,
-  each a table of var-axis values).
+- ``[generalization]`` ``holdouts`` 3 (holdout shapes drawn per run over the whole range the
+  definition's constraints allow: above the largest workload, between adjacent workloads, powers of
+  two and their neighbours, log-uniform; odd and even-not-a-multiple-of-16 sizes; several axes at
+  once; :mod:`kernelcraft.gauntlet.holdout`), ``shapes`` [] (fixed extra holdouts, each a table of
+  var-axis values), ``stress`` 2 (workloads run again on stress inputs; 0: none).
 - ``[roofline]`` the bytes/FLOP model of speed-of-light fractions: ``bytes`` and ``flops`` are
   arithmetic expressions over the axis names (default bytes: every tensor input read once and every
   output written once; default flops: 0, a memory-bound task); ``flops_dtype`` names the calibrated
@@ -93,17 +99,31 @@ def _axis_expression(v: float | str) -> float | str:
 
 
 class InputDistribution(_Strict):
-    dist: Literal["normal", "uniform", "randint"]
+    # None: the default for the input's dtype, within the bounds the definition's constraints state
+    dist: Literal["normal", "uniform", "randint"] | None = None
     mean: float = 0.0
     std: float = 1.0
     # a number, or an expression over axis names ("vocab_size"): a target index in [0, vocab_size)
     low: float | str = 0.0
     high: float | str = 1.0
+    # The stress variant of a floating input (kernelcraft.task.inputs): a few entries per row at
+    # |x| in outlier_magnitude (times std), and rows scaled to near zero. Off where the input's
+    # meaning makes them out of its domain; the contract says why.
+    outliers: bool = True
+    near_zero_rows: bool = True
+    outlier_magnitude: tuple[float, float] = (100.0, 1000.0)
 
     @field_validator("low", "high")
     @classmethod
     def _safe(cls, v: float | str) -> float | str:
         return _axis_expression(v)
+
+    @field_validator("outlier_magnitude")
+    @classmethod
+    def _magnitude(cls, v: tuple[float, float]) -> tuple[float, float]:
+        if not 0 < v[0] <= v[1]:
+            raise ValueError(f"outlier_magnitude {list(v)} must be [low, high] with 0 < low <= high")
+        return v
 
     def bounds(self, axes: dict[str, int]) -> tuple[float, float]:
         from kernelcraft.task.definition import eval_expression
@@ -139,6 +159,7 @@ class Integrity(_Strict):
 class Generalization(_Strict):
     holdouts: int = Field(default=3, ge=0)  # shapes drawn per run, unseen by the candidate's author
     shapes: list[dict[str, int]] = Field(default_factory=list)  # extra fixed holdouts: var-axis values
+    stress: int = Field(default=2, ge=0)  # workloads re-run on stress inputs (outliers, near-zero rows)
 
 
 class Roofline(_Strict):

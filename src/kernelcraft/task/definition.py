@@ -109,8 +109,15 @@ class Definition(BaseModel):
             raise ValueError(f"'reference' is not valid Python: line {e.lineno}: {e.msg}") from None
         if not any(isinstance(n, ast.FunctionDef) and n.name == "run" for n in module.body):
             raise ValueError("'reference' must define a top-level function `run`")
+        from kernelcraft.task.constraints import is_value_constraint, parse_value_constraint
+
         for c in self.constraints:
-            parse_constraint(c)
+            # A constraint naming an input states its values (FlashInfer-Trace writes
+            # "num_kv_indices == kv_indptr[-1].item()"): checked on the drawn inputs, not on axes.
+            try:
+                parse_value_constraint(c) if is_value_constraint(self, c) else parse_constraint(c)
+            except SyntaxError as e:
+                raise ValueError(f"constraint {c!r} is not a Python expression: {e.msg}") from None
         return self
 
     @property
@@ -127,7 +134,11 @@ class Definition(BaseModel):
         return None if spec.shape is None else tuple(axes[a] for a in spec.shape)
 
     def violated_constraints(self, axes: dict[str, int]) -> list[str]:
-        return [c for c in self.constraints if not eval_constraint(c, axes)]
+        """The axis constraints these axis values break (constraints on input values are checked
+        on the inputs, :func:`kernelcraft.task.constraints.violated_values`)."""
+        from kernelcraft.task.constraints import axis_constraints
+
+        return [c for c in axis_constraints(self) if not eval_constraint(c, axes)]
 
     def to_json_dict(self) -> dict[str, Any]:
         return self.model_dump(mode="json", exclude_none=True)

@@ -1,9 +1,38 @@
 """Make the inputs of one workload, on one device, from one seed.
 
 Distributions of ``random`` inputs (documented defaults; ``[inputs.<name>]`` in contract.toml
-overrides; ``low``/``high`` may be expressions over axis names, e.g. ``high = "vocab_size"``): floats N(0, 1) drawn in float32 and rounded to the dtype; int8 randint[-128, 128);
-other signed ints randint[-1024, 1024); uint8 randint[0, 256); bool randint[0, 2). A random input
-with ``shape: null`` is a Python scalar drawn the same way.
+overrides; ``low``/``high`` may be expressions over axis names, e.g. ``high = "vocab_size"``):
+
+- Floats: N(0, 1) drawn in float32 and rounded to the dtype.
+- Integers: int8 randint[-128, 128); other signed ints randint[-1024, 1024); uint8 randint[0, 256);
+  bool randint[0, 2) (FlashInfer-Bench's choices).
+- Where the definition's constraints bound an input's values in terms of axes (``h >= 0``,
+  ``0 <= h < 16``, ``idx.max() < num_pages``: :mod:`kernelcraft.task.constraints`), the default
+  keeps to them: integers randint over the allowed range (a missing side from the dtype's default),
+  floats uniform between two bounds, or N(0, 1) folded onto the allowed side of one bound.
+- A random input with ``shape: null`` is a Python scalar drawn the same way.
+
+Every value constraint of the definition is checked on the inputs made; inputs that break one
+(a contract distribution that contradicts it, or a relation such as ``num_kv_indices ==
+kv_indptr[-1].item()`` that independent draws cannot meet) raise ValueError naming it and the fix.
+
+**Stress variant** (``variant="stress"``, and every workload whose uuid starts with ``stress-``):
+each floating random tensor input is drawn as above, then
+
+- about half of its rows (at least one; a row is the last dimension) get 1-4 entries at
+  ``mean +- m * std`` with ``m`` log-uniform in ``outlier_magnitude`` (default [100, 1000]: LLM
+  activation outliers), the first of each row from the upper half of that range (so every outlier
+  row holds one above sqrt(100 * 1000) ~ 316, past fp16's square root of its largest finite value);
+  magnitudes stay under a quarter of the dtype's largest finite value (float8);
+- about one row in eight (at least one when there are two or more) is scaled by 1e-6 to 1e-3, and
+  the first such row of a tensor with eight or more rows is exactly zero (a 1-D tensor is one row:
+  outliers only);
+- the result is clamped into the input's domain: a contract's uniform [low, high] and the
+  definition's bounds (outliers of a bounded input become its extreme values); near-zero rows are
+  skipped where zero is outside the domain.
+
+``[inputs.<name>] outliers = false`` / ``near_zero_rows = false`` turn either off for one input;
+integer, bool, scalar, workload-given and safetensors inputs are never changed.
 
 Every workload gets its own generator seeded from (run seed, workload uuid), so one workload can be
 replayed alone with the same ``--seed`` and its inputs do not depend on which others ran.
@@ -12,15 +41,20 @@ replayed alone with the same ``--seed`` and its inputs do not depend on which ot
 from __future__ import annotations
 
 import hashlib
+import math
 from pathlib import Path
 from typing import Any
 
 import torch
 
+from kernelcraft.task.constraints import Bounds, input_bounds, violated_values
 from kernelcraft.task.contract import InputDistribution
 from kernelcraft.task.dtypes import torch_dtype
 from kernelcraft.task.loader import Task
 from kernelcraft.task.workload import Workload
+
+STRESS_PREFIX = "stress-"
+_MAX_OUTLIERS_PER_ROW = 4
 
 
 def workload_seed(seed: int, uuid: str) -> int:
@@ -40,24 +74,131 @@ def _default_dist(dtype: torch.dtype) -> InputDistribution:
     return InputDistribution(dist="randint", low=-1024, high=1024)
 
 
+def resolve_distribution(task: Task, name: str, dtype: torch.dtype, axes: dict[str, int]) -> tuple[InputDistribution, Bounds]:
+    """The distribution an input is drawn from and the definition's bounds on its values."""
+    bounds = input_bounds(task.definition, name, axes) if dtype != torch.bool else Bounds()
+    given = task.contract.inputs.get(name)
+    default = _default_dist(dtype)
+    if given is not None and given.dist is not None:
+        return given, bounds
+    flags = given.model_dump(include={"outliers", "near_zero_rows", "outlier_magnitude"}) if given else {}
+    if not bounds or dtype == torch.bool:
+        return default.model_copy(update=flags), bounds
+    if not dtype.is_floating_point:
+        low, high = bounds.int_range()
+        dlow, dhigh = default.bounds(axes)
+        if low is None:
+            low = min(int(dlow), high - 1)
+        if high is None:
+            high = max(int(dhigh), low + 1)
+        info = torch.iinfo(dtype)
+        low, high = max(low, info.min), min(high, info.max + 1)
+        return InputDistribution(dist="randint", low=low, high=high, **flags), bounds
+    if bounds.low is not None and bounds.high is not None:
+        return InputDistribution(dist="uniform", low=bounds.low, high=bounds.high, **flags), bounds
+    mean = bounds.low if bounds.low is not None else bounds.high
+    return InputDistribution(dist="normal", mean=mean, std=1.0, **flags), bounds  # folded by _domain
+
+
+def _ceil_to(value: float, dtype: torch.dtype, strict: bool) -> float:
+    """The smallest value of ``dtype`` at least (``strict``: greater than) ``value``: float32 draws
+    clamped to it cannot round past the bound (rounding to nearest is monotone)."""
+    if math.isinf(value):
+        return value
+    c = float(torch.tensor(value, dtype=torch.float64).to(dtype))
+    step = max(abs(value), torch.finfo(dtype).tiny) * torch.finfo(dtype).eps
+    while c < value or (strict and c == value):
+        c = float(torch.tensor(c + step, dtype=torch.float64).to(dtype))
+        step *= 2
+    return c
+
+
+def _domain(dist: InputDistribution, bounds: Bounds, dtype: torch.dtype, axes: dict[str, int]) -> tuple[float, float]:
+    """Closed [low, high] every element must lie in: the distribution's support within the bounds,
+    as values of ``dtype``."""
+    lo, hi = -math.inf, math.inf
+    lo_strict = hi_strict = False
+    if dist.dist == "uniform":
+        lo, hi = dist.bounds(axes)
+    if bounds.low is not None and bounds.low >= lo:
+        lo, lo_strict = bounds.low, bounds.low_strict
+    if bounds.high is not None and bounds.high <= hi:
+        hi, hi_strict = bounds.high, bounds.high_strict
+    return _ceil_to(lo, dtype, lo_strict), -_ceil_to(-hi, dtype, hi_strict)
+
+
 def _draw(shape: tuple[int, ...], dtype: torch.dtype, dist: InputDistribution, gen: torch.Generator, device: str,
-          axes: dict[str, int]) -> torch.Tensor:
+          axes: dict[str, int], domain: tuple[float, float] | None = None) -> torch.Tensor:
+    """Float32 draws (int64 for randint), not yet rounded to ``dtype``."""
     low, high = dist.bounds(axes)
     if dist.dist == "randint":
-        t = torch.randint(int(low), int(high), shape, generator=gen, device=device, dtype=torch.int64)
+        return torch.randint(int(low), int(high), shape, generator=gen, device=device, dtype=torch.int64)
+    t = torch.empty(shape, dtype=torch.float32, device=device)
+    if dist.dist == "normal":
+        t.normal_(dist.mean, dist.std, generator=gen)
     else:
-        t = torch.empty(shape, dtype=torch.float32, device=device)
-        if dist.dist == "normal":
-            t.normal_(dist.mean, dist.std, generator=gen)
-        else:
-            t.uniform_(low, high, generator=gen)
-        if not dtype.is_floating_point:
-            t = t.round()
-    return t.to(dtype)
+        t.uniform_(low, high, generator=gen)
+    if domain is not None and dtype.is_floating_point:
+        lo, hi = domain
+        # a one-sided bound folds the normal onto its allowed side
+        if lo > -math.inf and hi == math.inf:
+            t = torch.where(t < lo, 2 * lo - t, t)
+        elif hi < math.inf and lo == -math.inf:
+            t = torch.where(t > hi, 2 * hi - t, t)
+    if not dtype.is_floating_point:
+        t = t.round()
+    return t
 
 
-def make_inputs(task: Task, workload: Workload, seed: int, device: str) -> list[Any]:
-    """The positional arguments of ``run`` for this workload, in the definition's input order."""
+def _stress(t: torch.Tensor, dtype: torch.dtype, dist: InputDistribution, domain: tuple[float, float],
+            gen: torch.Generator) -> torch.Tensor:
+    """Outliers and near-zero rows on a float32 draw (see the module docstring)."""
+    if t.dim() == 0 or t.numel() == 0:
+        return t
+    device = t.device
+    cols = t.shape[-1]
+    rows = t.reshape(-1, cols).clone()
+    n = rows.shape[0]
+    u = torch.rand(n, generator=gen, device=device)
+    lo, hi = domain
+    near = (u < 0.125) if (dist.near_zero_rows and n >= 2 and lo <= 0 <= hi) else torch.zeros_like(u, dtype=torch.bool)
+    out = (u >= 0.5) if dist.outliers else torch.zeros_like(u, dtype=torch.bool)
+    if dist.outliers and not bool(out.any()):
+        out[int(u.argmax())] = True
+    if near.numel() and dist.near_zero_rows and n >= 2 and lo <= 0 <= hi and not bool(near.any()):
+        near[int(u.argmin())] = True
+    near &= ~out
+    if bool(near.any()):
+        scale = 10.0 ** (-6.0 + 3.0 * torch.rand(n, generator=gen, device=device))
+        if n >= 8:  # an exact zero row: the 0 / 0 of a norm or a quantization scale
+            scale[int(near.nonzero()[0])] = 0.0
+        rows = torch.where(near[:, None], rows * scale[:, None], rows)
+    if bool(out.any()):
+        k_max = min(_MAX_OUTLIERS_PER_ROW, cols)
+        pos = torch.randint(cols, (n, k_max), generator=gen, device=device)
+        frac = torch.rand((n, k_max), generator=gen, device=device)
+        frac[:, 0] = 0.5 + 0.5 * frac[:, 0]  # the first outlier of a row from the upper half (log scale)
+        m_lo, m_hi = dist.outlier_magnitude
+        cap = torch.finfo(dtype).max / 4
+        mag = (m_lo * (m_hi / m_lo) ** frac * (dist.std if dist.dist == "normal" else 1.0)).clamp(max=cap)
+        sign = torch.randint(2, (n, k_max), generator=gen, device=device) * 2 - 1
+        center = dist.mean if dist.dist == "normal" else 0.0
+        count = torch.randint(1, k_max + 1, (n,), generator=gen, device=device)
+        use = (torch.arange(k_max, device=device)[None, :] < count[:, None]) & out[:, None]
+        r, j = use.nonzero(as_tuple=True)
+        rows[r, pos[r, j]] = (center + sign * mag)[r, j].to(rows.dtype)
+    return rows.clamp(lo, hi).reshape(t.shape)
+
+
+def make_inputs(task: Task, workload: Workload, seed: int, device: str, variant: str | None = None) -> list[Any]:
+    """The positional arguments of ``run`` for this workload, in the definition's input order.
+
+    ``variant``: "normal" or "stress" (outliers and near-zero rows, see the module docstring);
+    None: "stress" for a workload whose uuid starts with ``stress-``, else "normal"."""
+    if variant is None:
+        variant = "stress" if workload.uuid.startswith(STRESS_PREFIX) else "normal"
+    if variant not in ("normal", "stress"):
+        raise ValueError(f"unknown input variant {variant!r} (use 'normal' or 'stress')")
     d = task.definition
     axes = d.axis_values(workload.axes)
     gen = torch.Generator(device=device)
@@ -73,9 +214,26 @@ def make_inputs(task: Task, workload: Workload, seed: int, device: str) -> list[
         if source is not None and source.type == "safetensors":
             args.append(_load_safetensor(task.root, source.path, source.tensor_key, name, shape, dtype, device))
             continue
-        dist = task.contract.inputs.get(name) or _default_dist(dtype)
-        t = _draw(shape or (), dtype, dist, gen, device, axes)
+        dist, bounds = resolve_distribution(task, name, dtype, axes)
+        domain = _domain(dist, bounds, dtype, axes) if dtype.is_floating_point else None
+        derived = name not in task.contract.inputs or task.contract.inputs[name].dist is None
+        t = _draw(shape or (), dtype, dist, gen, device, axes, domain if derived else None)
+        if domain is not None:
+            t = t.float()  # a float input drawn by randint
+            if variant == "stress" and shape and (dist.outliers or dist.near_zero_rows):
+                t = _stress(t, dtype, dist, domain, gen)
+            elif bounds and derived:
+                # the defaults keep to the definition's bounds; a contract's own distribution that
+                # breaks them is reported below, not silently clamped
+                t = t.clamp(*domain)
+        t = t.to(dtype)
         args.append(t.item() if shape is None else t)
+    broken = violated_values(d, axes, dict(zip(d.inputs, args, strict=True)))
+    if broken:
+        raise ValueError(
+            f"the inputs drawn for workload {workload.uuid} break the definition's constraint(s) "
+            f"{broken} ({task.root / 'definition.json'}): give the inputs named there a distribution "
+            f"that meets them in {task.root / 'contract.toml'} [inputs.<name>], or fixed values in the workload")
     return args
 
 
