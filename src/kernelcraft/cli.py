@@ -60,9 +60,13 @@ def task_check(task_dir: Annotated[Path, typer.Argument(help="the task folder")]
                   f"{'contract.toml' if (task.root / 'contract.toml').exists() else 'defaults (no contract.toml)'}")
     console.print(f"  solutions: {', '.join(s.name for s in solutions) or 'none'}")
     from kernelcraft.task.degenerate import degenerate_warnings
+    from kernelcraft.task.runcheck import run_checks
 
-    for w in task.warnings + degenerate_warnings(task):
+    problems, ran = run_checks(task)
+    for w in task.warnings + ran + ([] if problems else degenerate_warnings(task)):
         console.print(f"  [yellow]warning[/]: {escape(w)}", highlight=False)
+    if problems:
+        _fail_input(InputError(problems))
     console.print("[green]ok[/]")
 
 
