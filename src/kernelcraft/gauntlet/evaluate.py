@@ -349,7 +349,7 @@ def _apply(res: SolutionResult, by_uuid: dict[str, WorkloadResult], out: JobOutc
         return
     if skipped:
         res.reason = f"{len(ran)} of {len(res.workloads)} workloads evaluated; {len(skipped)} skipped"
-    res.promotable = (
-        not skipped and res.speedup_vs_baseline is not None
+    res.promotable = (  # only a candidate: the baseline and torch.compile rows are what it is compared with
+        role == "candidate" and not skipped and res.speedup_vs_baseline is not None
         and res.speedup_vs_baseline >= task.contract.promotion.min_speedup_vs_baseline
     )

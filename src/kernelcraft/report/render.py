@@ -16,6 +16,7 @@ from jinja2 import Environment
 
 from kernelcraft.report.data import COMPILE, ReportData, Row
 from kernelcraft.report.plots import PLOTS
+from kernelcraft.review.candidate import REFERENCE_ROWS, can_promote
 
 MAX_COLUMNS = 6  # kernel columns in the latency table
 
@@ -74,7 +75,7 @@ def _verdicts(data: ReportData) -> list[dict]:
         out.append({
             "label": r.label, "status": res.status, "gate": res.gate or "",
             "x_baseline": _f(res.speedup_vs_baseline, ".3f"), "x_reference": _f(res.speedup_vs_reference, ".3f"),
-            "promotable": "yes" if res.promotable else "no",
+            "promotable": "-" if res.name in REFERENCE_ROWS else "yes" if can_promote(res) else "no",
             "workloads": f"{sum(w.status == 'PASSED' for w in wl)}/{len(wl)}",
             "holdouts": f"{sum(h.status == 'PASSED' for h in res.holdouts)}/{len(res.holdouts)}" if res.holdouts else "not run",
             "reason": (res.reason.strip().splitlines() or [""])[0][:240],

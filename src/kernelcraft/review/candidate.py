@@ -28,6 +28,15 @@ from kernelcraft.task.contract import pydantic_problems
 from kernelcraft.task.loader import Task, load_task
 
 NOT_A_KERNEL = {"torch.compile"}  # rows of a record that are no solution of anyone's
+# Rows a record holds to compare against, never to promote: older records (and the worker before
+# issue 24) marked them promotable by the speedup rule alone, so readers check the name too.
+REFERENCE_ROWS = frozenset({"baseline", "torch.compile"})
+
+
+def can_promote(result: dict | object) -> bool:
+    """A record's solution row is promotable only when it is a candidate and the record says so."""
+    get = result.get if isinstance(result, dict) else lambda k: getattr(result, k, None)
+    return bool(get("promotable")) and get("name") not in REFERENCE_ROWS
 
 
 @dataclass
