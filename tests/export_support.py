@@ -91,7 +91,7 @@ def venv_with(wheel: Path, where: Path) -> Path:
                          text=True, check=True).stdout.strip()
     dirs = [d for d in [*site.getsitepackages(), site.getusersitepackages()] if Path(d).is_dir()]
     # addsitedir, not a bare path: the .pth files there (editable installs, namespace packages) apply too
-    (Path(own) / "kc_outer_site.pth").write_text(f"import site; [site.addsitedir(d) for d in {dirs!r}]\n")
+    (Path(own) / "kc_outer_site.pth").write_text(f"import site; list(map(site.addsitedir, {dirs!r}))\n")
     proc = subprocess.run([str(py), "-m", "pip", "install", "-q", "--no-index", "--no-deps", str(wheel)],
                           capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
