@@ -40,7 +40,9 @@ def evaluated(tmp_path_factory) -> tuple[Path, Path]:
         record = base / "rms64.json"
         sols = [task / "solutions" / f"{TRITON}.py", task / "solutions" / "wrong" / f"{WRONG}.py"]
         # --no-calibrate: the H200 records carry calibrations and sol for the report tests; CI time here
-        proc = kc("eval", task, *sols, "--device", "cpu", "--budget-ms", "20", "--no-calibrate", "--json", record)
+        # --time: the records' speedups decide promotion (review, approve, export) and e2e's predictions
+        proc = kc("eval", task, *sols, "--device", "cpu", "--time", "--budget-ms", "20", "--no-calibrate",
+                  "--json", record)
         assert proc.returncode == 0, proc.stdout + proc.stderr
         _CACHE["eval"] = (task, record)
     return _CACHE["eval"]
