@@ -70,7 +70,7 @@ class EvalProgress:
         if state == "start":
             if self._progress is not None:
                 with self._lock:
-                    self._rows[name] = self._progress.add_task(escape(name), total=None, phase="starting")
+                    self._rows[name] = self._progress.add_task(escape(name), total=None, phase="starting its worker")
             else:
                 self._print(f"  {escape(name)}: started on {self.device}")
             return
