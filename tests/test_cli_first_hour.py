@@ -106,3 +106,20 @@ def test_optimize_help_lists_every_agent():
     text = " ".join(proc.stdout.split())
     for agent in ("tuner", "files:DIR", "openai:MODEL", "anthropic:MODEL", "claude-code", "codex"):
         assert agent in text, agent
+
+
+def test_cpu_workers_run_with_the_pinned_intra_op_threads(task, tmp_path):
+    """What torch in the worker process sees, reported by a candidate that raises it. torch caps its
+    pool at the machine's cores, so this can tell one thread from the default only on 2 cores or more."""
+    from kernelcraft.measure.cpu import cores
+
+    if cores() < 2:
+        pytest.skip("one core: torch's default pool has one thread anyway")
+    probe = tmp_path / "threads_probe.py"
+    probe.write_text("import torch\n\n\ndef run(hidden_states, weight, eps):\n"
+                     "    raise RuntimeError(f'intra-op threads: {torch.get_num_threads()}')\n")
+    out = tmp_path / "probe.json"
+    proc = kc("eval", task, probe, "--device", "cpu", "--no-calibrate", "--json", out)
+    assert proc.returncode == 0, proc.stderr
+    [s] = json.loads(out.read_text())["solutions"]
+    assert s["status"] == "RUNTIME_ERROR" and "intra-op threads: 1" in s["reason"], s["reason"]
