@@ -40,7 +40,9 @@ def evaluated(tmp_path_factory) -> tuple[Path, Path]:
         record = base / "rms64.json"
         sols = [task / "solutions" / f"{TRITON}.py", task / "solutions" / "wrong" / f"{WRONG}.py"]
         # --no-calibrate: the H200 records carry calibrations and sol for the report tests; CI time here
-        proc = kc("eval", task, *sols, "--device", "cpu", "--budget-ms", "20", "--no-calibrate", "--json", record)
+        # --time: the records' speedups decide promotion (review, approve, export) and e2e's predictions
+        proc = kc("eval", task, *sols, "--device", "cpu", "--time", "--budget-ms", "20", "--no-calibrate",
+                  "--json", record)
         assert proc.returncode == 0, proc.stdout + proc.stderr
         _CACHE["eval"] = (task, record)
     return _CACHE["eval"]
@@ -77,10 +79,21 @@ def ledger_run(db_url: str, task: Path, record: Path) -> dict[str, int]:
 
 
 def venv_with(wheel: Path, where: Path) -> Path:
-    """A fresh virtual environment (torch from the system site) with only this wheel installed."""
+    """A fresh virtual environment with only this wheel installed, seeing torch and the rest where
+    this interpreter sees them. Not `venv --system-site-packages`: run from inside a virtual
+    environment, that reaches the *base* interpreter's site-packages, which lack torch (seen: the
+    README's set-up in a venv failed this test). A .pth file adds this interpreter's site
+    directories after the new venv's own, so the wheel is what gets imported."""
+    import site
+
     venv = where / "venv"
-    subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", "--without-pip", str(venv)], check=True)
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
     py = venv / "bin" / "python"
+    own = subprocess.run([str(py), "-c", "import site; print(site.getsitepackages()[0])"], capture_output=True,
+                         text=True, check=True).stdout.strip()
+    dirs = [d for d in [*site.getsitepackages(), site.getusersitepackages()] if Path(d).is_dir()]
+    # addsitedir, not a bare path: the .pth files there (editable installs, namespace packages) apply too
+    (Path(own) / "kc_outer_site.pth").write_text(f"import site; list(map(site.addsitedir, {dirs!r}))\n")
     proc = subprocess.run([str(py), "-m", "pip", "install", "-q", "--no-index", "--no-deps", str(wheel)],
                           capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr

@@ -28,7 +28,7 @@ def _wrong_cases():
 
 @pytest.mark.parametrize("task", TASK_NAMES)
 def test_catalog_solutions_on_cpu(task, small_tasks, tmp_path):
-    rep = eval_json(small_tasks[task], tmp=tmp_path)
+    rep = eval_json(small_tasks[task], extra=("--time",), tmp=tmp_path)  # its phases and latencies are checked
     assert {"task", "device", "environment", "solutions"} <= set(rep)
     assert rep["device"] == "cpu" and rep["environment"]["hardware"].startswith("CPU")
     by_name = {s["name"]: s for s in rep["solutions"]}
@@ -158,7 +158,7 @@ def test_with_compile_adds_torch_compile_row(tmp_path):
     # names only the promoted ones); without it named solutions come alone (test_wrong_fixture_is_caught)
     sol = FIXTURES / "fib_solutions" / "gelu_triton_dps.json"
     rep = eval_json(FIXTURES / "kda_gelu_request", sol, "--with-compile", "--with-baseline",
-                    extra=("--workload", "0060a857"), tmp=tmp_path)
+                    extra=("--workload", "0060a857", "--time"), tmp=tmp_path)
     names = [s["name"] for s in rep["solutions"]]
     # trusted rows first: the candidate is compared with every one of them (best peer)
     assert names == ["baseline", "torch.compile", "gelu_bias_triton_dps"], names

@@ -46,7 +46,7 @@ def test_impossible_speed_is_rejected(small_tasks, tmp_path):
     task = tmp_path / "rmsnorm"
     shutil.copytree(small_tasks["rmsnorm"], task)
     sol = task / "solutions" / "triton_rowwise.py"
-    honest = eval_json(task, sol, extra=("--workload", load_task(task).workloads[0].uuid[:8]), tmp=tmp_path)
+    honest = eval_json(task, sol, extra=("--workload", load_task(task).workloads[0].uuid[:8], "--time"), tmp=tmp_path)
     [s] = honest["solutions"]
     assert s["status"] == "PASSED", s["reason"]
     assert honest["calibration"]["copy_gbs"] > 0
@@ -56,7 +56,7 @@ def test_impossible_speed_is_rejected(small_tasks, tmp_path):
 
     with (task / "contract.toml").open("a") as f:
         f.write('\n[roofline]\nbytes = "1e12 * batch_size"\n')
-    rep = eval_json(task, sol, extra=("--workload", load_task(task).workloads[0].uuid[:8]), tmp=tmp_path)
+    rep = eval_json(task, sol, extra=("--workload", load_task(task).workloads[0].uuid[:8], "--time"), tmp=tmp_path)
     [s] = rep["solutions"]
     assert s["status"] == "REJECTED" and s["gate"] == "timing", s
     assert "[impossible-speed]" in s["reason"] and "GB/s" in s["reason"] and "at least" in s["reason"]

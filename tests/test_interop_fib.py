@@ -56,7 +56,7 @@ def test_traces_parse_with_flashinfer_bench(small_tasks, tmp_path):
     traces = tmp_path / "traces"
     sols = [t / "solutions" / "triton_dps", t / "solutions" / "wrong" / "slightly_off.py",
             t / "solutions" / "wrong" / "raises.py", t / "solutions" / "wrong" / "wrong_dtype.py"]
-    rep = eval_json(t, *sols, extra=("--traces", str(traces)), tmp=tmp_path)
+    rep = eval_json(t, *sols, extra=("--traces", str(traces), "--time"), tmp=tmp_path)
     [f] = list(traces.rglob("*.jsonl"))
     assert f.parent.name == "rmsnorm" and f.stem == rep["task"]
     parsed = [fib.Trace.model_validate_json(line) for line in f.read_text().splitlines()]

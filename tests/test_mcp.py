@@ -85,3 +85,26 @@ def test_mcp_server_over_stdio(tmp_path):
         command=sys.executable, args=["-c", "from kernelcraft.agent.mcp_server import serve; serve()"],
         env=env, cwd=str(tmp_path))
     asyncio.run(asyncio.wait_for(_session_checks(params, task, tmp_path), timeout=240))
+
+
+async def _quiet_checks(params: StdioServerParameters, errlog) -> str:
+    async with stdio_client(params, errlog=errlog) as (read, write), ClientSession(read, write) as session:
+        result = await session.initialize()
+        runs = _data(await session.call_tool("ledger_runs", {}))  # opens (and so migrates) a new ledger
+        assert runs["runs"] == []
+        return result.server_info.version
+
+
+def test_mcp_server_reports_its_version_and_keeps_alembic_quiet(tmp_path):
+    """Issue 24: the server said no version, and every new ledger printed Alembic's INFO lines."""
+    import kernelcraft
+
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT / "src"), os.environ.get("PYTHONPATH", "")]),
+               KERNELCRAFT_DB=f"sqlite:///{tmp_path / 'fresh.db'}")
+    params = StdioServerParameters(command=sys.executable, args=["-m", "kernelcraft", "mcp"], env=env, cwd=str(tmp_path))
+    with (tmp_path / "stderr.txt").open("w") as errlog:
+        version = asyncio.run(asyncio.wait_for(_quiet_checks(params, errlog), timeout=120))
+    assert version == kernelcraft.__version__
+    assert (tmp_path / "fresh.db").is_file()  # the migrations did run
+    stderr = (tmp_path / "stderr.txt").read_text()
+    assert "alembic" not in stderr.lower() and "Running upgrade" not in stderr, stderr

@@ -57,9 +57,16 @@ def test_files_agent_evaluates_in_order(rms, tmp_path):
     d.mkdir()
     shutil.copy(rms / "solutions" / "triton_rowwise.py", d / "a_good.py")
     shutil.copy(rms / "solutions" / "wrong" / "slightly_off.py", d / "b_off.py")
-    run, _ = _optimize(rms, tmp_path / "l.db", "--agent", f"files:{d}", budget=5)
+    run, out = _optimize(rms, tmp_path / "l.db", "--agent", f"files:{d}", budget=5)
     statuses = [(c["strategy"], c["status"]) for c in run["candidates"][1:]]
     assert statuses == [("file a_good.py", "PASSED"), ("file b_off.py", "INCORRECT_NUMERICAL")]
+    # progress, one line per phase when not on a terminal: the candidate count, best so far, budget left
+    good, off = (c["id"] for c in run["candidates"][1:])
+    for phase in ("build", "correctness", "holdouts", "timing"):
+        assert f"  candidate {good}: {phase}\n" in out, out
+    best = f"best {run['candidates'][1]['speedup_vs_baseline']:.3g}x (candidate {good})"
+    assert f"candidate {good}: PASSED" in out and f"{best} · 4 of 5 left" in out, out
+    assert f"candidate {off}: INCORRECT_NUMERICAL; {best} · 3 of 5 left" in out, out
 
 
 def test_agent_misconfiguration_exits_2(tmp_path):

@@ -168,3 +168,66 @@ def test_report_usage_errors(tmp_path):
         gather(FROZEN / "rmsnorm.json", 1, [], None, None)
     with pytest.raises(InputError, match="records of several tasks"):
         gather(FROZEN / "rmsnorm.json", None, [FROZEN / "softmax.json"], None, None)
+
+
+# --- issue 24: the page's layout and the plots' axes ---
+
+def test_latency_table_scrolls_inside_the_page_and_names_solutions_apart(tmp_path):
+    html = tmp_path / "r.html"
+    assert kc("report", FROZEN / "rmsnorm.json", "--html", html).returncode == 0
+    text = html.read_text()
+    assert ".scroll { max-width: 100%; overflow-x: auto; }" in text and "img { max-width: 100%" in text
+    lat = text.split("<h2>Median latency per workload, ms</h2>")[1].split("</table>")[0]
+    assert lat.lstrip().startswith('<div class="scroll"><table>')
+    heads = [h.split("</th>")[0] for h in lat.split("<th>")[1:]]
+    assert heads[0] == "workload" and {"cuda_cubin", "cuda_vec8", "triton_dps"} <= set(heads), heads  # not rmsnorm_bf16_h4096_...
+    assert len(set(heads)) == len(heads)
+
+
+def _visible_labels(fig, axis):
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    ticks = axis.get_major_ticks() + axis.get_minor_ticks()
+    return [(t.label1.get_text(), t.label1.get_window_extent(renderer)) for t in ticks
+            if t.label1.get_visible() and t.label1.get_text()]
+
+
+def test_log_axis_tick_labels_do_not_overlap():
+    """A CPU record spans 0.001x-1x: every minor tick labelled at once overlapped."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    from kernelcraft.report.data import from_records
+    from kernelcraft.report.plots import speedup_figure
+
+    for low in (0.001, 0.4):  # three decades, and less than one (minor labels then help)
+        data = from_records([FROZEN / "rmsnorm.json"])
+        for r in data.rows:
+            for i, w in enumerate(r.result.workloads):
+                if w.speedup_vs_baseline:
+                    w.speedup_vs_baseline = low * (1 / low) ** (i / max(1, len(r.result.workloads) - 1))
+        fig = speedup_figure(data)
+        FigureCanvasAgg(fig)
+        ax = fig.axes[0]
+        labels = [(t, b) for t, b in _visible_labels(fig, ax.yaxis) if ax.get_ylim()[0] <= float(t) <= ax.get_ylim()[1]]
+        assert len(labels) >= 3, labels
+        boxes = sorted((b.y0, b.y1, t) for t, b in labels)
+        for (_, top, a), (bottom, _, b) in zip(boxes, boxes[1:], strict=False):
+            assert bottom >= top - 0.5, f"tick labels {a} and {b} overlap ({low}x-1x)"
+
+
+def test_best_so_far_numbers_candidates_by_their_ids():
+    """Candidates 2-4 of a run (the baseline is 1) were plotted at x = 1-3."""
+    from kernelcraft.report.data import ReportData
+    from kernelcraft.report.plots import best_so_far_figure
+
+    run = {"run_id": 1, "promoted": 4, "candidates": [
+        {"id": 1, "agent": "baseline", "status": "PASSED", "speedup_vs_baseline": 1.0, "parent": None},
+        {"id": 2, "agent": "tuner", "status": "PASSED", "speedup_vs_baseline": 1.2, "parent": None},
+        {"id": 3, "agent": "tuner", "status": "INCORRECT_NUMERICAL", "speedup_vs_baseline": None, "parent": 2},
+        {"id": 4, "agent": "tuner", "status": "PASSED", "speedup_vs_baseline": 1.5, "parent": 2}]}
+    fig = best_so_far_figure(ReportData(task_name="t", source="test", rows=[], run=run))
+    ax = fig.axes[0]
+    xs = sorted(float(x) for coll in ax.collections for x, _ in coll.get_offsets())
+    assert xs == [2.0, 3.0, 4.0]
+    lo, hi = ax.get_xlim()
+    assert lo < 2 and hi > 4 and not lo < 1

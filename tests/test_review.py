@@ -107,3 +107,51 @@ def test_contract_requiring_approval(ev, tmp_path):
     assert export(r, "fib", tmp_path / "fib", db=db)["trace_count"] == 3
     text, _ = render(r, ledger)
     assert "a person's approval is required" in text and "- ada at " in text
+
+
+def test_review_replay_command_runs(ev, tmp_path):
+    """Issue 24: the printed replay named the candidate `ledger:4`, which eval refused ("not found")."""
+    import json
+    import shlex
+
+    task, record = ev
+    db = f"sqlite:///{tmp_path / 'l.db'}"
+    ids = ledger_run(db, task, record)
+    proc = kc("review", str(ids[TRITON]), "--db", db)
+    assert proc.returncode == 0, proc.stderr
+    [line] = [ln for ln in proc.stdout.splitlines() if ln.startswith("kernelcraft eval ")]
+    argv = shlex.split(line.split("   #")[0])
+    assert f"ledger:{ids[TRITON]}" in argv and "--seed" in argv and "--time" in argv  # CPU timings were recorded
+    out = tmp_path / "replay.json"
+    proc = kc(*argv[1:], "--budget-ms", "5", "--no-calibrate", "--json", out)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    rec, old = json.loads(out.read_text()), json.loads(record.read_text())
+    [s] = rec["solutions"]
+    judged = next(x for x in old["solutions"] if x["name"] == TRITON)
+    assert s["status"] == "PASSED" and s["source_hash"] == judged["source_hash"] and rec["seed"] == old["seed"]
+    assert s["path"] == f"ledger:{ids[TRITON]}"
+    # the same inputs: the errors of every workload agree with the record's
+    assert [w["max_abs_error"] for w in s["workloads"]] == [w["max_abs_error"] for w in judged["workloads"]]
+    for bad, says in ((f"ledger:{ids[TRITON] + 999}", "no candidate"), ("ledger:x", "is not a ledger candidate")):
+        proc = kc("eval", task, bad, "--db", db, "--device", "cpu")
+        assert proc.returncode == 2 and says in proc.stderr, proc.stderr
+
+
+def test_approve_and_export_warn_about_slow_or_unpromoted_candidates(ev, tmp_path):
+    task, record = ev
+    db = f"sqlite:///{tmp_path / 'l.db'}"
+    ids = ledger_run(db, task, record)
+    from kernelcraft.ledger import Ledger
+
+    # the Triton interpreter is far slower than torch on the CPU: a slower candidate, promoted by the
+    # test contract's 0.0001x bar
+    proc = kc("export", str(ids[TRITON]), tmp_path / "fib", "--format", "fib", "--db", db)
+    assert proc.returncode == 0, proc.stderr
+    assert "is slower than the baseline" in proc.stderr and "exported anyway" in proc.stderr
+    assert "never promoted" not in proc.stderr
+    assert f"exported candidate {ids[TRITON]} ({TRITON})" in proc.stdout and "as fib into" in proc.stdout
+    Ledger(db).promote(ids["run"], None, "nothing, for this test")
+    proc = kc("approve", str(ids[TRITON]), "--by", "ada", "--db", db)
+    assert proc.returncode == 0, proc.stderr
+    assert f"was never promoted: run {ids['run']} promoted no candidate" in proc.stderr
+    assert "is slower than the baseline" in proc.stderr and "approval 1:" in proc.stdout

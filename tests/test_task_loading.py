@@ -162,3 +162,41 @@ def test_load_task_collects_every_problem(tmp_path):
         load_task(d)
     text = str(e.value)
     assert "baseline.py" in text and "limits.build_timeout_s" in text
+
+
+# --- task check runs the task's own code (issue 24): parsing alone said ok for all of these ---
+
+def test_check_refuses_a_baseline_that_raises(tmp_path):
+    d = _copy(tmp_path)
+    (d / "baseline.py").write_text("def run(hidden_states, weight, eps):\n    raise ValueError('broken on purpose')\n")
+    text = _refused(d, "baseline.py", "raised on the smallest workload", "ValueError: broken on purpose")
+    assert "batch_size=" in text  # which workload it was called on
+
+
+def test_check_refuses_a_baseline_of_the_wrong_arity(tmp_path):
+    d = _copy(tmp_path)
+    (d / "baseline.py").write_text("def run(hidden_states, weight):\n    return hidden_states\n")
+    _refused(d, "baseline.py", "has the wrong signature", "cannot take the definition's 3 inputs (hidden_states, weight, eps)")
+
+
+def test_check_refuses_a_reference_that_raises(tmp_path):
+    d = _copy(tmp_path)
+    definition = json.loads((d / "definition.json").read_text())
+    definition["reference"] = "def run(hidden_states, weight, eps):\n    return hidden_states.no_such_method()\n"
+    (d / "definition.json").write_text(json.dumps(definition))
+    _refused(d, "definition.json", "field 'reference'", "raised on the smallest workload", "no_such_method")
+
+
+def test_check_refuses_a_baseline_with_the_wrong_output_shape(tmp_path):
+    d = _copy(tmp_path)
+    (d / "baseline.py").write_text("def run(hidden_states, weight, eps):\n    return hidden_states[:, :8]\n")
+    _refused(d, "baseline.py", "returned the wrong outputs", "the definition says")
+
+
+def test_check_warns_about_a_baseline_whose_module_is_missing(tmp_path):
+    d = _copy(tmp_path)
+    (d / "baseline.py").write_text("import kc_no_such_gpu_library\n\n\ndef run(hidden_states, weight, eps):\n"
+                                   "    return kc_no_such_gpu_library.rmsnorm(hidden_states, weight, eps)\n")
+    proc = kc("task", "check", d)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "warning" in proc.stdout and "'kc_no_such_gpu_library'" in proc.stdout and "ok" in proc.stdout

@@ -5,6 +5,7 @@ the API's documentation, and bad input that must get a clear error and change no
 from __future__ import annotations
 
 import copy
+import html
 import json
 import sys
 import tempfile
@@ -372,3 +373,39 @@ def test_task_page_links_the_report_command_output(tmp_path):
     assert "/report" not in c.get("/tasks/softmax_bf16").text.split("<main")[1].split("Leaderboard")[0]
     assert c.get("/tasks/softmax_bf16/report").status_code == 404
     assert c.get("/tasks/..%2F..%2Fetc%2Fpasswd/report").status_code == 404
+
+
+def test_api_docs_work_offline_under_the_sites_own_policy(app):
+    """Issue 24: /api/docs was Swagger UI from a CDN, blank without internet access."""
+    c = client(app)
+    r = c.get("/api/docs")
+    assert r.status_code == 200 and "default-src 'self'" in r.headers["content-security-policy"]
+    page = html.unescape(r.text)
+    assert "<script" not in page and "cdn" not in page.lower() and "https://" not in page
+    spec = c.get("/api/openapi.json").json()
+    for path, item in spec["paths"].items():
+        for method, op in item.items():
+            assert f"{method.upper()} {path}" in page and op["summary"] in page, (method, path)
+    assert "RequestOut" in page and "X-CSRF-Token" in page and 'href="/api/openapi.json"' in page
+
+
+def test_api_csrf_error_tells_a_program_what_to_send(app):
+    c = client(app)
+    r = c.post("/api/session", json={"username": "dora", "password": PASSWORD})
+    detail = r.json()["detail"]
+    assert r.status_code == 403 and "Reload the page" not in detail
+    assert "GET /api/csrf" in detail and "X-CSRF-Token" in detail and "nothing was changed" in detail
+    page = c.post("/signin", data={"username": "dora", "password": PASSWORD})  # a person's form: reload it
+    assert page.status_code == 403 and "Reload the page" in page.text
+
+
+def test_leaderboard_marks_only_candidates_promotable(app):
+    """The H200 records mark the baseline and torch.compile rows promotable (the worker applied the
+    speedup rule to every row); a leaderboard shows only candidates as promotable."""
+    rec = json.loads((H200 / "rmsnorm.json").read_text())
+    assert any(s["promotable"] for s in rec["solutions"] if s["name"] in ("baseline", "torch.compile"))
+    import_paths(app.state.ledger, [H200 / "rmsnorm.json"])
+    [board] = client(app).get("/api/tasks/rmsnorm_bf16_h4096").json()["boards"]
+    rows = {r["solution"]: r for r in board["rows"]}
+    assert not rows["baseline"]["promotable"] and not rows["torch.compile"]["promotable"]
+    assert any(r["promotable"] for name, r in rows.items() if name not in ("baseline", "torch.compile"))

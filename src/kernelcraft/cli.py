@@ -60,10 +60,39 @@ def task_check(task_dir: Annotated[Path, typer.Argument(help="the task folder")]
                   f"{'contract.toml' if (task.root / 'contract.toml').exists() else 'defaults (no contract.toml)'}")
     console.print(f"  solutions: {', '.join(s.name for s in solutions) or 'none'}")
     from kernelcraft.task.degenerate import degenerate_warnings
+    from kernelcraft.task.runcheck import run_checks
 
-    for w in task.warnings + degenerate_warnings(task):
+    problems, ran = run_checks(task)
+    for w in task.warnings + ran + ([] if problems else degenerate_warnings(task)):
         console.print(f"  [yellow]warning[/]: {escape(w)}", highlight=False)
+    if problems:
+        _fail_input(InputError(problems))
     console.print("[green]ok[/]")
+
+
+LEDGER_PREFIX = "ledger:"
+
+
+def _pin_cpu_threads(workers: int | None, timing: bool) -> None:
+    """One intra-op thread per CPU worker (kernelcraft.measure.cpu); with timing, a warning when the
+    machine has no free core for each worker. ``workers``: None where they run elsewhere (Ray)."""
+    from kernelcraft.measure import cpu
+
+    try:
+        per = cpu.pin_worker_threads()
+    except ValueError as e:
+        err.print(f"[red]error[/]: {escape(str(e))}", highlight=False)
+        raise typer.Exit(2) from None
+    busy = cpu.load_warning(workers, per) if timing and workers else ""
+    if busy:
+        err.print(f"[yellow]warning[/]: {escape(busy)}", highlight=False)
+
+
+def _stop_workers() -> None:
+    """End the warm spare workers before the command returns (they would outlive it otherwise)."""
+    from kernelcraft.worker.pool import shutdown_spares
+
+    shutdown_spares()
 
 
 def _device(device: str) -> str:
@@ -104,7 +133,7 @@ def _devices(text: str | None) -> list[int] | None:
 @app.command("eval")
 def eval_cmd(
     task_dir: Annotated[Path, typer.Argument(help="the task folder")],
-    solutions: Annotated[list[Path] | None, typer.Argument(help="solution files or folders; default: the baseline and every solution in TASK_DIR/solutions/")] = None,
+    solutions: Annotated[list[Path] | None, typer.Argument(help="solution files or folders, or ledger:ID (a ledger candidate, as `review` prints it); default: the baseline and every solution in TASK_DIR/solutions/")] = None,
     device: Annotated[str, typer.Option(help="cpu, cuda, cuda:N, or auto (cuda when visible)")] = "auto",
     json_path: Annotated[Path | None, typer.Option("--json", help="write the evaluation record here")] = None,
     seed: Annotated[int | None, typer.Option(help="replay the inputs of an earlier run (its recorded seed)")] = None,
@@ -118,7 +147,9 @@ def eval_cmd(
     timeout: Annotated[float | None, typer.Option(help="seconds allowed per workload phase (default: the contract's)")] = None,
     cpu_max_mb: Annotated[float, typer.Option(help="on cpu, skip workloads that move more than this many MB")] = 16.0,
     budget_ms: Annotated[float | None, typer.Option(help="measured time per timed function per workload (default: the contract's)")] = None,
-    no_timing: Annotated[bool, typer.Option("--no-timing", help="check correctness only")] = False,
+    time_cpu: Annotated[bool, typer.Option("--time", help="on cpu, also time the solutions (default there: correctness only; CPU timings are interpreter figures that say nothing about a GPU)")] = False,
+    no_timing: Annotated[bool, typer.Option("--no-timing", help="check correctness only (the default on cpu)")] = False,
+    db: Annotated[str | None, typer.Option(help="with SOLUTION ledger:ID, the ledger's SQLAlchemy URL (default: KERNELCRAFT_DB, else sqlite:///.kernelcraft/ledger.db)")] = None,
     traces: Annotated[Path | None, typer.Option(help="also append FlashInfer-Trace Trace records under this folder")] = None,
     no_calibrate: Annotated[bool, typer.Option("--no-calibrate", help="skip the speed-of-light fractions and the impossible-speed gate")] = False,
     sanitize: Annotated[bool, typer.Option("--sanitize", help="CUDA: run compute-sanitizer (memcheck, racecheck, initcheck) on every candidate that passes")] = False,
@@ -156,7 +187,12 @@ def eval_cmd(
             entries += peer_entries(task, only=peer)
         paths = task.solution_paths() if not solutions else solutions
         for p in paths:
-            entries.append(("candidate", load_solution(p, task.definition.name), str(p)))
+            if str(p).startswith(LEDGER_PREFIX):
+                from kernelcraft.review.candidate import ledger_solution
+
+                entries.append(("candidate", ledger_solution(str(p), task, db), str(p)))
+            else:
+                entries.append(("candidate", load_solution(p, task.definition.name), str(p)))
     except InputError as e:
         _fail_input(e)
     tools: tuple[str, ...] = ()
@@ -182,8 +218,15 @@ def eval_cmd(
 
     for w in degenerate_warnings(task):
         err.print(f"[yellow]warning[/]: {escape(w)}", highlight=False)
+    on_cpu = not dev.startswith("cuda")
+    if time_cpu and no_timing:
+        err.print("[red]error[/]: --time and --no-timing contradict each other: give one", highlight=False)
+        raise typer.Exit(2)
+    time_it = not no_timing and (time_cpu or not on_cpu)
+    if on_cpu:
+        _pin_cpu_threads((workers or 1) if executor == "local" else None, time_it)
     opts = Options(device=dev, seed=seed, workload_timeout_s=timeout, cpu_max_mb=cpu_max_mb,
-                   time_it=not no_timing, timing={"budget_ms": budget_ms} if budget_ms else None,
+                   time_it=time_it, timing={"budget_ms": budget_ms} if budget_ms else None,
                    workloads=workload, calibrate=not no_calibrate, executor=executor,
                    devices=_devices(devices), workers=workers, overlap=not no_overlap, sanitize=tools,
                    confirm=confirm)
@@ -196,18 +239,22 @@ def eval_cmd(
             tmp.write_text(report.model_dump_json(indent=2) + "\n")
             tmp.replace(json_path)
 
-    with console.status("") as status:
-        def progress(name: str, state: str) -> None:
-            if state == "start":
-                status.update(f"evaluating [bold]{escape(name)}[/] on {dev} ...")
-            else:
-                console.print(f"  {name}: {state}", highlight=False, markup=False)
+    from kernelcraft.progress import EvalProgress
 
-        try:
-            report = evaluate(task, entries, opts, on_progress=progress, on_result=save)
-        except InputError as e:
-            _fail_input(e)
+    try:
+        with EvalProgress(console, [sol.name for _, sol, _ in entries], dev) as shown:
+            report = evaluate(task, entries, opts, on_progress=shown.on_progress, on_result=save,
+                              on_phase=shown.on_phase)
+    except InputError as e:
+        _fail_input(e)
+    finally:
+        _stop_workers()
     _print_report(report)
+    if on_cpu and time_it:
+        from kernelcraft.measure.cpu import timing_warnings
+
+        for w in timing_warnings(report):
+            err.print(f"[yellow]warning[/]: {escape(w)}", highlight=False)
     if json_path:
         console.print(f"wrote {json_path}", highlight=False)
     if traces:
@@ -229,7 +276,7 @@ DB_HELP = "SQLAlchemy URL of the ledger (default: KERNELCRAFT_DB, else sqlite://
 @app.command("optimize")
 def optimize_cmd(
     task_dir: Annotated[Path, typer.Argument(help="the task folder")],
-    agent: Annotated[str, typer.Option(help="tuner, tuner:FILE, files:DIR, openai:MODEL or anthropic:MODEL")],
+    agent: Annotated[str, typer.Option(help="tuner, tuner:FILE, files:DIR, openai:MODEL, anthropic:MODEL, claude-code or codex (the CLIs, run non-interactively)")],
     budget: Annotated[int, typer.Option(help="candidates to evaluate (the baseline not counted)")] = 8,
     device: Annotated[str, typer.Option(help="cpu, cuda, cuda:N, or auto")] = "auto",
     db: Annotated[str | None, typer.Option(help=DB_HELP)] = None,
@@ -246,12 +293,11 @@ def optimize_cmd(
     memory: Annotated[bool, typer.Option("--memory/--no-memory", help="offer the agent what worked on similar tasks in this ledger (same op type or stage tags, same hardware) as starting points; a tuner without TUNABLES of its own starts from such a candidate")] = True,
 ) -> None:
     """Let an agent propose kernels; the gauntlet judges each; the ledger remembers every one."""
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
     from kernelcraft.agent.base import AgentError
     from kernelcraft.agent.loop import OptimizeOptions, make_agent, optimize
     from kernelcraft.gauntlet import Options
     from kernelcraft.ledger import Ledger
+    from kernelcraft.progress import OptimizeProgress
     from kernelcraft.task.loader import load_task
 
     try:
@@ -264,42 +310,29 @@ def optimize_cmd(
     except (AgentError, InputError) as e:
         err.print(f"[red]agent[/]: {escape(str(e))}", highlight=False)
         raise typer.Exit(2) from None
+    if not dev.startswith("cuda"):
+        # optimize selects by speed, so it times on a CPU too: interpreter figures, one thread per worker
+        _pin_cpu_threads((workers or 1) if executor == "local" else None, True)
+        from kernelcraft.measure.cpu import NOTE
+
+        err.print(f"[yellow]note[/]: {escape(NOTE)}", highlight=False)
     ledger = Ledger(db)
     eval_opts = Options(device=dev, workload_timeout_s=timeout, cpu_max_mb=cpu_max_mb,
                         timing={"budget_ms": budget_ms} if budget_ms else None, warm_spare=True,
                         executor=executor, devices=_devices(devices), workers=workers, overlap=not no_overlap)
-    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                  console=console) as progress:
-        bar = progress.add_task(f"{task.definition.name} with {proposer.name}", total=budget)
-
-        def on_event(kind: str, data: dict) -> None:
-            if kind == "run":
-                progress.update(bar, description=f"run {data['run_id']}: {task.definition.name} with {proposer.name}")
-            elif kind == "memory":
-                start = f"; starting point: candidate {data['start']}" if data["start"] is not None else ""
-                progress.console.print(f"  ledger memory: similar candidates {data['similar']}{start}", highlight=False)
-            elif kind == "evaluating":
-                progress.console.print(f"  candidate {data['id']}: {escape(data['name'])} ...", highlight=False)
-            elif kind == "evaluated":
-                sp = f" {data['speedup']:.3f}x" if data["speedup"] else ""
-                progress.console.print(f"  candidate {data['id']}: {data['status']}{sp}", highlight=False)
-                if not data["name"] == "baseline":
-                    progress.advance(bar)
-            elif kind == "agent_error":
-                progress.console.print(f"  [yellow]agent error[/]: {escape(data['error'])}", highlight=False)
-                progress.advance(bar)
-            elif kind == "exhausted":
-                progress.console.print("  the agent has nothing more to propose")
-
-        try:
+    try:
+        with OptimizeProgress(console, f"{task.definition.name} with {proposer.name}", budget) as shown:
             result = optimize(task, proposer, ledger, OptimizeOptions(device=dev, budget=budget, target=target,
                                                                       eval=eval_opts, memory=memory),
-                              resume=resume, on_event=on_event)
-        except AgentError as e:
-            err.print(f"[red]agent[/]: {escape(str(e))}", highlight=False)
-            raise typer.Exit(2) from None
-        except InputError as e:
-            _fail_input(e)
+                              resume=resume,
+                              on_event=shown.on_event)
+    except AgentError as e:
+        err.print(f"[red]agent[/]: {escape(str(e))}", highlight=False)
+        raise typer.Exit(2) from None
+    except InputError as e:
+        _fail_input(e)
+    finally:
+        _stop_workers()
     _print_run(result)
     if json_path:
         json_path.parent.mkdir(parents=True, exist_ok=True)
@@ -620,13 +653,17 @@ def approve_cmd(
     from kernelcraft.ledger import Ledger
     from kernelcraft.review.approve import approve
     from kernelcraft.review.candidate import resolve
+    from kernelcraft.review.cautions import cautions
 
     try:
         r = resolve(candidate, solution, db, task)
         ledger = Ledger(db)
+        warnings = cautions(r, ledger)
         outcome = approve(r, ledger, by, note)
     except InputError as e:
         _fail_input(e)
+    for w in warnings:
+        err.print(f"[yellow]warning[/]: {escape(w)}", highlight=False)
     console.print(f"approval {outcome.approval_id}: {r.label} (source {r.solution.source_hash[:12]}) by {by}: "
                   f"{outcome.note}", highlight=False, markup=False)
 
@@ -644,13 +681,20 @@ def export_cmd(
 ) -> None:
     """Package a validated candidate: a torch.library op package, a Hugging Face kernels repo, or FlashInfer-Trace."""
     from kernelcraft.export import export
+    from kernelcraft.ledger import Ledger
     from kernelcraft.review.candidate import resolve
+    from kernelcraft.review.cautions import cautions
 
     try:
         r = resolve(candidate, solution, db, task)
+        warnings = cautions(r, Ledger(db) if r.candidate_id is not None else None)
         out = export(r, format, dest, db=db, name=name, exact_shapes=exact_shapes)
     except InputError as e:
         _fail_input(e)
+    for w in warnings:
+        err.print(f"[yellow]warning[/]: {escape(w)}; exported anyway", highlight=False)
+    console.print(f"exported {r.label} (source {r.solution.source_hash[:12]}, {r.result.status}) as {format} "
+                  f"into {dest}", highlight=False, markup=False)
     env = out.pop("envelope", None)
     for k, v in out.items():
         console.print(f"  {k}: {v}", highlight=False, markup=False)
@@ -752,50 +796,9 @@ def _fmt(x: float | None, spec: str = ".3f") -> str:
 
 
 def _print_report(report) -> None:
-    method = "cpu-wall" if not report.device.startswith("cuda") else "cuda events, L2 flushed"
-    t = Table(title=f"{report.task} on {report.environment['hardware']} (seed {report.seed})")
-    for col in ("solution", "status", "gate", "x best peer", "x baseline", "x reference", "workloads"):
-        t.add_column(col)
-    colors = {"PASSED": "green", "SKIPPED": "yellow"}
-    for s in report.solutions:
-        ok = sum(w.status == "PASSED" for w in s.workloads)
-        best = _fmt(s.speedup_vs_best_peer, ".2f")
-        if s.best_peers:
-            best += f" ({', '.join(s.best_peers)})"
-        t.add_row(s.name, f"[{colors.get(s.status, 'red')}]{s.status}[/]", s.gate or "", best,
-                  _fmt(s.speedup_vs_baseline, ".2f"), _fmt(s.speedup_vs_reference, ".2f"), f"{ok}/{len(s.workloads)}")
-    console.print(t)
-    lat = Table(title=f"median latency, ms ({method})")
-    lat.add_column("workload")
-    for s in report.solutions:
-        lat.add_column(s.name, justify="right")
-    lat.add_column("baseline.py", justify="right")
-    lat.add_column("reference", justify="right")
-    uuids = [w.uuid for w in report.solutions[0].workloads] if report.solutions else []
-    for i, uuid in enumerate(uuids):
-        axes = ", ".join(f"{k}={v}" for k, v in report.solutions[0].workloads[i].axes.items())
-        row = [f"{uuid[:8]} {axes}"]
-        base = ref = None
-        for s in report.solutions:
-            w = s.workloads[i]
-            cell = _fmt(w.latency_ms, ".4f") if w.status == "PASSED" else w.status.lower()
-            if w.sol is not None and w.status == "PASSED":
-                cell += f" ({w.sol:.0%} sol)" if w.sol >= 0.1 else f" ({w.sol:.2%} sol)"
-            row.append(cell)
-            base = base or w.baseline_latency_ms
-            ref = ref or w.reference_latency_ms
-        row += [_fmt(base, ".4f"), _fmt(ref, ".4f")]
-        lat.add_row(*row)
-    if uuids:
-        console.print(lat)
-    for s in report.solutions:
-        if s.reason:
-            console.print(f"[bold]{s.name}[/]: {s.status}" + (f" ({s.gate})" if s.gate else ""), highlight=False)
-            console.print("  " + s.reason.replace("\n", "\n  "), markup=False, highlight=False)
-        if s.sanitize and s.status == "PASSED":
-            tools = ", ".join(f"{t['tool']} {t['errors']} ({t['seconds']:.0f} s)" for t in s.sanitize["tools"])
-            console.print(f"{s.name}: compute-sanitizer errors: {tools}; shapes {s.sanitize['workloads']}",
-                          markup=False, highlight=False)
+    from kernelcraft.report.terminal import print_report
+
+    print_report(console, report)
 
 
 def main() -> None:

@@ -139,11 +139,16 @@ def optimize(task: Task, agent: Agent, ledger: Ledger, opts: OptimizeOptions, re
     else:
         run_id = resume
         ledger.reopen(run_id)
-    emit("run", {"run_id": run_id})
+    earlier = [c for c in ledger.run(run_id).candidates if c.agent != "baseline" and c.status != "PENDING"]
+    passed = [c for c in earlier if c.status == "PASSED" and c.speedup_vs_baseline]
+    top = max(passed, key=lambda c: c.speedup_vs_baseline, default=None)
+    emit("run", {"run_id": run_id, "evaluated": len(earlier),
+                 "best": [top.speedup_vs_baseline, top.id] if top else None})
     if worked:
         emit("memory", {"similar": [w.candidate_id for w in worked], "start": start.candidate_id if start else None})
     ex = executor_for(eval_opts)
     ex.expect_more = True  # the next candidate's worker starts warm
+    ex.on_phase = lambda cid, gate, uuid: emit("phase", {"id": cid, "gate": gate, "uuid": uuid})
     header.executor = ex.describe()
     order: collections.deque[int] = collections.deque()  # candidates submitted, not yet recorded
     preps: dict[int, Prepared] = {}  # in the executor

@@ -14,6 +14,7 @@ cannot reach the protocol stream.
 from __future__ import annotations
 
 import functools
+import logging
 import re
 import tempfile
 from collections.abc import Callable
@@ -97,10 +98,14 @@ def _evaluate(task_dir: str, path: Path, device: str, workload: str | list[str] 
 
 def build_server(db: str | None = None) -> MCPServer:
     """The server and its tools; ``db`` is the ledger URL used when a call names none."""
+    from kernelcraft import __version__
     from kernelcraft.ledger import Ledger
 
     default_db = db
-    server = MCPServer("kernelcraft", instructions=INSTRUCTIONS)
+    # The SDK logs at INFO on stderr; opening a new ledger would add Alembic's INFO lines about each
+    # migration, which an MCP client shows its user as server errors.
+    logging.getLogger("alembic").setLevel(logging.WARNING)
+    server = MCPServer("kernelcraft", instructions=INSTRUCTIONS, version=__version__)
 
     @server.tool()
     @_tool_errors

@@ -116,10 +116,14 @@ TRUSTED_ROLES = ("baseline", "torch.compile", "peer")
 def evaluate(task: Task, entries: list[tuple[str, Solution, str]], opts: Options,
              on_progress: Callable[[str, str], None] | None = None,
              on_result: Callable[[EvalReport], None] | None = None,
-             executor: Executor | None = None) -> EvalReport:
+             executor: Executor | None = None,
+             on_phase: Callable[[str, str, str | None, int, int], None] | None = None) -> EvalReport:
     """Evaluate each (role, solution, path); roles: candidate, baseline, torch.compile. The solutions
     run on every device of ``opts`` at once (or on ``executor``); the report lists them in the order
-    given, each appended (and ``on_result`` called) as soon as it and every one before it are done."""
+    given, each appended (and ``on_result`` called) as soon as it and every one before it are done.
+    ``on_phase(name, gate, uuid, step, steps)``: a solution's worker began phase ``step`` of its
+    ``steps`` (build, each workload's correctness, each holdout, each workload's timing), called
+    from the executor's threads, for a progress display."""
     seed = opts.seed if opts.seed is not None else secrets.randbits(63)
     report, cal = new_report(task, opts, seed, on_progress)
     results: dict[int, SolutionResult] = {}
@@ -132,6 +136,8 @@ def evaluate(task: Task, entries: list[tuple[str, Solution, str]], opts: Options
         else:
             preps[i] = prep
     ex = executor or (executor_for(opts) if preps else None)
+    if on_phase is not None and ex is not None:
+        ex.on_phase = _phase_counter(on_phase, entries, preps)
     try:
         if ex is not None:
             report.executor = ex.describe()
@@ -147,6 +153,8 @@ def evaluate(task: Task, entries: list[tuple[str, Solution, str]], opts: Options
             if on_result:
                 on_result(report)
     finally:
+        if on_phase is not None and ex is not None:
+            ex.on_phase = None
         if executor is None and ex is not None:
             ex.close()
         for prep in preps.values():
@@ -167,6 +175,19 @@ def evaluate(task: Task, entries: list[tuple[str, Solution, str]], opts: Options
     return report
 
 
+def _phase_counter(on_phase: Callable, entries: list, preps: dict) -> Callable[[object, str, str | None], None]:
+    """The executor's on_phase(key, gate, uuid) as on_phase(name, gate, uuid, step, steps)."""
+    steps = {i: 1 + len(p.job.holdouts) + len(p.job.workload_uuids) * (2 if p.job.time_it else 1)
+             for i, p in preps.items()}
+    seen: dict[object, int] = {}
+
+    def phase(key: object, gate: str, uuid: str | None) -> None:
+        seen[key] = seen.get(key, 0) + 1
+        on_phase(entries[key][1].name, gate, uuid, min(seen[key], steps[key]), steps[key])
+
+    return phase
+
+
 def new_report(task: Task, opts: Options, seed: int,
                on_progress: Callable[[str, str], None] | None = None) -> tuple[EvalReport, Calibration | None]:
     """An empty report (environment, versions, calibration) and the calibration it names."""
@@ -177,6 +198,10 @@ def new_report(task: Task, opts: Options, seed: int,
         harness_version=HARNESS_VERSION, timing_version=TIMING_VERSION,
         test_switches=["static gate off (KERNELCRAFT_TEST_NO_STATIC_GATE=1)"] if static_gate_off() else [],
     )
+    if opts.time_it and not opts.device.startswith("cuda"):
+        from kernelcraft.measure.cpu import NOTE
+
+        report.timing_note = NOTE
     cal = None
     if opts.calibrate and opts.time_it:
         from kernelcraft.measure.calibrate import cached, calibrate_in_subprocess
@@ -428,8 +453,8 @@ def _apply(res: SolutionResult, by_uuid: dict[str, WorkloadResult], out: JobOutc
         return
     if skipped:
         res.reason = f"{len(ran)} of {len(res.workloads)} workloads evaluated; {len(skipped)} skipped"
-    res.promotable = role == "candidate" and (
-        not skipped and res.speedup_vs_baseline is not None
+    res.promotable = (  # only a candidate: the trusted rows are what it is compared with
+        role == "candidate" and not skipped and res.speedup_vs_baseline is not None
         and res.speedup_vs_baseline >= task.contract.promotion.min_speedup_vs_baseline
     )
 

@@ -94,6 +94,9 @@ class EvalReport(_Record):
     timing_version: str
     calibration: dict | None = None  # the device ceilings "sol" is computed from (kernelcraft calibrate)
     executor: dict | None = None  # how the solutions were spread: kind, workers (kernelcraft.worker.executor)
+    # what the timings are worth, where that needs saying: on a CPU, interpreter figures that say
+    # nothing about a GPU (kernelcraft.measure.cpu.NOTE); "" on a GPU
+    timing_note: str = ""
     solutions: list[SolutionResult] = Field(default_factory=list)
     test_switches: list[str] = Field(default_factory=list)  # gates a test switched off for this run
 

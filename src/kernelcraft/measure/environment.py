@@ -91,6 +91,13 @@ def environment(device: str) -> dict:
     if nv:
         libs["nvcc"] = nv
     info = device_info(device)
+    if not device.startswith("cuda"):
+        from kernelcraft.measure.cpu import load_average
+
+        # what CPU timings depend on: the workers' intra-op threads (kernelcraft.measure.cpu) and the
+        # machine's load when the run began
+        info["omp_num_threads"] = os.environ.get("OMP_NUM_THREADS")
+        info["load_average_1m"] = load_average()
     return {
         "hardware": info.pop("hardware"),
         "device": device,

@@ -28,8 +28,31 @@ def _axes_label(axes: dict) -> str:
     return ", ".join(f"{k}={v}" for k, v in axes.items())
 
 
+def _plain_log_ticks(ax) -> None:
+    """Plain numbers on a log y axis (0.5, 2, not 5x10^-1). Minor ticks are labelled only where
+    they fit: every minor tick over less than a decade, 2 and 5 over up to two, none beyond (a CPU
+    record spans 0.001x-1x: every minor label at once overlapped)."""
+    lo, hi = (v for v in ax.get_ylim())
+    decades = math.log10(hi / lo) if lo > 0 and hi > lo else 0.0
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+
+    def minor(v: float, _) -> str:
+        if v <= 0 or decades > 2:
+            return ""
+        mantissa = round(v / 10 ** math.floor(math.log10(v) + 1e-9), 6)
+        return f"{v:g}" if decades < 1 or mantissa in (2.0, 5.0) else ""
+
+    ax.yaxis.set_minor_formatter(FuncFormatter(minor))
+    ax.tick_params(axis="y", which="minor", labelsize=7)
+
+
 def speedup_bars(data: ReportData) -> bytes | None:
     """Per-workload speedup over the baseline, one bar per solution (the best few), log scale."""
+    fig = speedup_figure(data)
+    return None if fig is None else _png(fig)
+
+
+def speedup_figure(data: ReportData) -> Figure | None:
     rows = [r for r in data.rows if r.result.name != "baseline"
             and any(w.speedup_vs_baseline for w in r.result.workloads)]
     if not rows:
@@ -48,15 +71,12 @@ def speedup_bars(data: ReportData) -> bytes | None:
         ax.bar(xs, ys, width, label=r.label, hatch="//" if r.result.name == COMPILE else None)
     ax.axhline(1.0, color="black", lw=0.8, ls="--")
     ax.set_yscale("log")
-    plain = FuncFormatter(lambda v, _: f"{v:g}")
-    ax.yaxis.set_major_formatter(plain)
-    ax.yaxis.set_minor_formatter(plain)
-    ax.tick_params(axis="y", which="minor", labelsize=7)
+    _plain_log_ticks(ax)
     ax.set_xticks(range(len(workloads)), [_axes_label(a) for _, a in workloads], rotation=30, ha="right", fontsize=8)
     ax.set_ylabel("speedup over baseline.py (x)")
     ax.set_title(f"{data.task_name}: per-workload speedup (median latency)")
     ax.legend(fontsize=7, loc="best")
-    return _png(fig)
+    return fig
 
 
 def roofline(data: ReportData) -> bytes | None:
@@ -111,6 +131,11 @@ def roofline(data: ReportData) -> bytes | None:
 
 def best_so_far(data: ReportData) -> bytes | None:
     """Every candidate of a run in order, its speedup, and the best passing one so far."""
+    fig = best_so_far_figure(data)
+    return None if fig is None else _png(fig)
+
+
+def best_so_far_figure(data: ReportData) -> Figure | None:
     if data.run is None:
         return None
     cands = [c for c in data.run["candidates"] if c["agent"] != "baseline"]
@@ -119,24 +144,26 @@ def best_so_far(data: ReportData) -> bytes | None:
     fig = Figure(figsize=(6.5, 3.8))
     ax = fig.subplots()
     best, xs, bests = 0.0, [], []
-    for i, c in enumerate(cands, start=1):
-        s = c["speedup_vs_baseline"]
+    # x is the candidate's own id (what `ledger show`, review and the DAG call it), not its position
+    # among the run's candidates: with the baseline as candidate 1, positions 1-3 were candidates 2-4.
+    for c in cands:
+        s, x = c["speedup_vs_baseline"], c["id"]
         ok = c["status"] == "PASSED" and s
         if ok:
             best = max(best, s)
-        xs.append(i)
+        xs.append(x)
         bests.append(best or math.nan)
         color = STATUS_COLORS.get(c["status"], "#c62828")
-        ax.scatter([i], [s if ok else 0.0], color=color, marker="o" if ok else "x", zorder=3)
-        ax.annotate(str(c["id"]), (i, s if ok else 0.0), fontsize=6, xytext=(2, 3), textcoords="offset points")
+        ax.scatter([x], [s if ok else 0.0], color=color, marker="o" if ok else "x", zorder=3)
     ax.step(xs, bests, where="post", color="black", lw=1.2, label="best passing so far")
     ax.axhline(1.0, color="gray", lw=0.8, ls="--", label="baseline")
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
-    ax.set_xlabel("candidate (proposal order)")
+    ax.set_xlim(xs[0] - 0.5, xs[-1] + 0.5)
+    ax.set_xlabel("candidate id (proposal order)")
     ax.set_ylabel("speedup over baseline (x)")
     ax.set_title(f"run {data.run['run_id']}: best so far (x = failed, at 0)")
     ax.legend(fontsize=7)
-    return _png(fig)
+    return fig
 
 
 def dag(data: ReportData) -> bytes | None:

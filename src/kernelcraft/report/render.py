@@ -16,6 +16,7 @@ from jinja2 import Environment
 
 from kernelcraft.report.data import COMPILE, ReportData, Row
 from kernelcraft.report.plots import PLOTS
+from kernelcraft.review.candidate import REFERENCE_ROWS, can_promote
 
 MAX_COLUMNS = 6  # kernel columns in the latency table
 
@@ -74,7 +75,7 @@ def _verdicts(data: ReportData) -> list[dict]:
         out.append({
             "label": r.label, "status": res.status, "gate": res.gate or "",
             "x_baseline": _f(res.speedup_vs_baseline, ".3f"), "x_reference": _f(res.speedup_vs_reference, ".3f"),
-            "promotable": "yes" if res.promotable else "no",
+            "promotable": "-" if res.name in REFERENCE_ROWS else "yes" if can_promote(res) else "no",
             "workloads": f"{sum(w.status == 'PASSED' for w in wl)}/{len(wl)}",
             "holdouts": f"{sum(h.status == 'PASSED' for h in res.holdouts)}/{len(res.holdouts)}" if res.holdouts else "not run",
             "reason": (res.reason.strip().splitlines() or [""])[0][:240],
@@ -88,7 +89,9 @@ def _latency(data: ReportData) -> tuple[list[str], list[list[str]]]:
     if promoted is not None and promoted not in kernels:
         kernels.append(promoted)
     comp = data.compile_row
-    header = ["workload", *[r.label for r in kernels], "baseline.py", COMPILE, "reference"]
+    from kernelcraft.report.terminal import headers
+
+    header = ["workload", *headers([r.label for r in kernels], data.task_name), "baseline.py", COMPILE, "reference"]
     rows = []
     for uuid, axes in data.workload_order():
         cells = [f"{uuid[:8]} " + ", ".join(f"{k}={v}" for k, v in axes.items())]
@@ -162,7 +165,13 @@ def context(data: ReportData) -> dict:
         plots.append({"key": key, "title": title, "png": png, "missing": missing})
     rep = data.first
     method = next((w.timing.get("method") for r in data.rows for w in r.result.workloads if w.timing), None)
+    note = next((r.report.timing_note for r in data.rows if r.report.timing_note), "")
+    if not note and method == "cpu-wall":  # a CPU record written before records carried the note
+        from kernelcraft.measure.cpu import NOTE
+
+        note = NOTE
     return {
+        "note": note,
         "title": f"kernelcraft report: {data.task_name}",
         "source": data.source,
         "device": f"{rep.environment.get('hardware')} ({rep.device})",
@@ -180,9 +189,13 @@ def context(data: ReportData) -> dict:
 HTML = """<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>{{ c.title }}</title>
 <style>
-body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 1200px; color: #222; }
+body { font-family: system-ui, sans-serif; margin: 2em auto; padding: 0 1em; max-width: 1200px; color: #222; }
 table { border-collapse: collapse; margin: 0.5em 0 1.5em; font-size: 13px; }
 th, td { border: 1px solid #ccc; padding: 3px 7px; text-align: left; vertical-align: top; }
+th { overflow-wrap: anywhere; }
+.scroll { max-width: 100%; overflow-x: auto; } .scroll table { margin-bottom: 0.5em; }
+img { max-width: 100%; height: auto; }
+.note { background: #fff8e1; border-left: 4px solid #f9a825; padding: 0.4em 0.8em; }
 td.num { text-align: right; font-variant-numeric: tabular-nums; }
 .PASSED { color: #2e7d32; font-weight: 600; } .SKIPPED { color: #b26a00; } .bad { color: #c62828; font-weight: 600; }
 figure { margin: 1em 0; } figcaption { font-weight: 600; } .missing { color: #777; font-style: italic; }
@@ -190,23 +203,24 @@ code { background: #f4f4f4; padding: 0 3px; }
 </style></head><body>
 <h1>{{ c.title }}</h1>
 <p>From {{ c.source }}. Device: {{ c.device }}. Timing: {{ c.timing }} (medians).</p>
+{% if c.note %}<p class="note">{{ c.note }}.</p>{% endif %}
 {% if c.run %}<p>Run {{ c.run.run_id }} with {{ c.run.agent }}: {{ c.run.candidates | length }} candidates,
 promoted: {{ c.run.promoted if c.run.promoted is not none else "none" }}{% if c.run.awaiting_approval %};
 awaiting a person's approval: {{ c.run.awaiting_approval | join(", ") }}{% endif %}.</p>{% endif %}
 <h2>Contract</h2>
 <ul>{% for line in c.contract %}<li>{{ line }}</li>{% endfor %}</ul>
 <h2>Verdicts</h2>
-<table><tr><th>solution</th><th>status</th><th>gate</th><th>x baseline</th><th>x reference</th><th>promotable</th>
+<div class="scroll"><table><tr><th>solution</th><th>status</th><th>gate</th><th>x baseline</th><th>x reference</th><th>promotable</th>
 <th>workloads</th><th>holdouts</th><th>reason</th></tr>
 {% for v in c.verdicts %}<tr><td>{{ v.label }}</td>
 <td class="{{ v.status if v.status in ('PASSED', 'SKIPPED') else 'bad' }}">{{ v.status }}</td><td>{{ v.gate }}</td>
 <td class="num">{{ v.x_baseline }}</td><td class="num">{{ v.x_reference }}</td><td>{{ v.promotable }}</td>
 <td>{{ v.workloads }}</td><td>{{ v.holdouts }}</td><td>{{ v.reason }}</td></tr>{% endfor %}
-</table>
+</table></div>
 <h2>Median latency per workload, ms</h2>
-<table><tr>{% for h in c.lat_header %}<th>{{ h }}</th>{% endfor %}</tr>
+<div class="scroll"><table><tr>{% for h in c.lat_header %}<th>{{ h }}</th>{% endfor %}</tr>
 {% for row in c.lat_rows %}<tr><td>{{ row[0] }}</td>{% for cell in row[1:] %}<td class="num">{{ cell }}</td>{% endfor %}</tr>{% endfor %}
-</table>
+</table></div>
 <h2>Plots</h2>
 {% for p in c.plots %}<figure><figcaption>{{ p.title }}</figcaption>
 {% if p.png %}<img alt="{{ p.title }}" src="data:image/png;base64,{{ p.b64 }}">
@@ -232,6 +246,8 @@ def _md_cell(text: str) -> str:
 def to_markdown(ctx: dict, md_path: Path) -> str:
     """Markdown; each plot is written as ``<stem>_<plot>.png`` beside ``md_path``."""
     L = [f"# {ctx['title']}", "", f"From {ctx['source']}. Device: {ctx['device']}. Timing: {ctx['timing']} (medians).", ""]
+    if ctx["note"]:
+        L += [f"> {ctx['note']}.", ""]
     run = ctx["run"]
     if run:
         L += [f"Run {run['run_id']} with {run['agent']}: {len(run['candidates'])} candidates, promoted: "

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import difflib
 import json
+import shlex
 from pathlib import Path
 
 from kernelcraft.ledger.store import Ledger
@@ -133,14 +134,27 @@ def render(r: Resolved, ledger: Ledger | None) -> tuple[str, dict[str, str]]:
     patches["diff_promoted.patch"] = diff(prev, r.solution, "previous", "this")
     L += [f"## Diff against {prev_label}", "", "```diff", patches["diff_promoted.patch"].rstrip("\n") or "(identical sources)",
           "```", ""]
-    sol_arg = r.result.path or "SOLUTION"
     ident = str(r.candidate_id) if r.candidate_id is not None else f"{r.evidence} --solution {r.solution.name}"
-    L += ["## Commands", "", "```bash",
-          f"kernelcraft eval {task.root} {sol_arg} --device {rep.device} --seed {rep.seed}   # replay these inputs",
+    L += ["## Commands", "", "```bash", replay_command(r, ledger) + "   # replay these inputs",
           f"kernelcraft approve {ident} --by NAME --note 'why'",
           f"kernelcraft export {ident} --format torch-op DEST",
           "```", ""]
     return "\n".join(L), patches
+
+
+def replay_command(r: Resolved, ledger: Ledger | None) -> str:
+    """``kernelcraft eval`` on the same solution, device and seed. A ledger candidate is named
+    ``ledger:ID`` with the ledger's URL (eval reads it from there); a record's solution by its path."""
+    rep = r.full
+    if r.candidate_id is not None:
+        sol_arg = f"ledger:{r.candidate_id}"
+        if ledger is not None:
+            sol_arg += f" --db {shlex.quote(ledger.url)}"
+    else:
+        sol_arg = shlex.quote(r.result.path) if r.result.path else "SOLUTION"
+    timed = not rep.device.startswith("cuda") and any(w.latency_ms for w in r.result.workloads)
+    return (f"kernelcraft eval {shlex.quote(str(r.task.root))} {sol_arg} --device {rep.device} --seed {rep.seed}"
+            + (" --time" if timed else ""))
 
 
 def write(r: Resolved, ledger: Ledger | None, out: Path) -> Path:

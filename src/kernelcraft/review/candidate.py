@@ -16,6 +16,7 @@ contract and the definition decide what "validated" means.
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -28,6 +29,15 @@ from kernelcraft.task.contract import pydantic_problems
 from kernelcraft.task.loader import Task, load_task
 
 NOT_A_KERNEL = {"torch.compile"}  # rows of a record that are no solution of anyone's
+# Rows a record holds to compare against, never to promote: older records (and the worker before
+# issue 24) marked them promotable by the speedup rule alone, so readers check the name too.
+REFERENCE_ROWS = frozenset({"baseline", "torch.compile"})
+
+
+def can_promote(result: dict | object) -> bool:
+    """A record's solution row is promotable only when it is a candidate and the record says so."""
+    get = result.get if isinstance(result, dict) else lambda k: getattr(result, k, None)
+    return bool(get("promotable")) and get("name") not in REFERENCE_ROWS
 
 
 @dataclass
@@ -167,3 +177,26 @@ def _find_source(p: Path, recorded_task: Path, task: Task) -> Path | None:
         if cand.exists():
             return cand
     return None
+
+
+def ledger_solution(ref: str, task: Task, db: str | None = None) -> Solution:
+    """``ledger:ID`` as a SOLUTION of ``eval``: that candidate's exact solution, read from the ledger
+    (what ``review`` prints in its replay command, and the ``path`` optimize records for it)."""
+    from kernelcraft.ledger import Ledger
+
+    ident = ref.partition(":")[2]
+    if not ident.isdigit():
+        raise InputError(Problem("SOLUTION", ref, "is not a ledger candidate",
+                                 "write ledger:ID, with an ID from `kernelcraft ledger show --run RUN`"))
+    if db is None and not os.environ.get("KERNELCRAFT_DB") and not (Path.cwd() / ".kernelcraft" / "ledger.db").is_file():
+        raise InputError(Problem("SOLUTION", ref, f"there is no ledger here ({Path.cwd() / '.kernelcraft' / 'ledger.db'})",
+                                 "run from the folder `optimize` ran in, or pass --db URL"))
+    ledger = Ledger(db)
+    c = ledger.candidate(int(ident))
+    if c is None:
+        raise InputError(Problem("SOLUTION", ref, f"no candidate {ident} in {ledger.url}",
+                                 "see `kernelcraft ledger show --run RUN`, or pass --db"))
+    if c.run.task.name != task.definition.name:
+        raise InputError(Problem("SOLUTION", ref, f"is a candidate of task {c.run.task.name!r}, not of "
+                                 f"{task.definition.name!r}", f"evaluate it with that task's folder ({c.run.task.root})"))
+    return Solution.model_validate(c.solution)

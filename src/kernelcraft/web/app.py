@@ -1,5 +1,6 @@
 """The FastAPI application behind ``kernelcraft serve``: pages (Jinja2, no JavaScript needed) and a
-JSON API under ``/api`` (OpenAPI at ``/api/openapi.json``, browsable at ``/api/docs``)."""
+JSON API under ``/api`` (OpenAPI at ``/api/openapi.json``, browsable at ``/api/docs``: a page
+rendered here from the schema, :mod:`kernelcraft.web.apidocs`, not Swagger UI from a CDN)."""
 
 from __future__ import annotations
 
@@ -93,7 +94,7 @@ def create_app(settings: Settings | None = None, ledger: Ledger | None = None) -
     settings = settings or Settings()
     ledger = ledger or Ledger(settings.db_url)  # opening the ledger migrates it (see ledger/migrations)
     app = FastAPI(
-        title="kernelcraft", version=__version__, docs_url="/api/docs", redoc_url=None,
+        title="kernelcraft", version=__version__, docs_url=None, redoc_url=None,
         openapi_url="/api/openapi.json",
         description="Kernel wishlist and leaderboard: request kernels as task folders, vote, and read "
                     "verified results. State-changing calls need the session cookie (POST /api/session) "
@@ -120,12 +121,11 @@ def create_app(settings: Settings | None = None, ledger: Ledger | None = None) -
                                 secure=settings.secure_cookies)
         response.headers.setdefault("X-Content-Type-Options", "nosniff")
         response.headers.setdefault("Referrer-Policy", "same-origin")
-        if not request.url.path.startswith("/api/docs"):  # Swagger UI loads its scripts from a CDN
-            response.headers.setdefault("X-Frame-Options", "DENY")
-            response.headers.setdefault(
-                "Content-Security-Policy",
-                "default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; "
-                "frame-ancestors 'none'; form-action 'self'")
+        response.headers.setdefault("X-Frame-Options", "DENY")
+        response.headers.setdefault(
+            "Content-Security-Policy",
+            "default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; "
+            "frame-ancestors 'none'; form-action 'self'")
         return response
 
     app.add_middleware(BodyLimit, max_bytes=settings.max_upload_bytes + FORM_OVERHEAD)
@@ -144,9 +144,23 @@ def create_app(settings: Settings | None = None, ledger: Ledger | None = None) -
 
     @app.exception_handler(CsrfError)
     async def _csrf_error(request: Request, exc: CsrfError):
+        if request.url.path.startswith("/api/"):  # a program, not a person with a page to reload
+            return _error(request, 403, "", (
+                "missing or wrong X-CSRF-Token header; nothing was changed. GET /api/csrf returns csrf_token and "
+                "sets the kc_csrf cookie it is bound to: send that token as the X-CSRF-Token header, with the "
+                "cookies of the same client, on every POST, PUT and DELETE"))
         return _error(request, 403, "Form not accepted",
                       "This form did not come from this site, or it has expired (missing or wrong CSRF token). "
                       "Nothing was changed. Reload the page and try again.")
+
+    @app.get("/api/docs", include_in_schema=False, response_class=HTMLResponse)
+    def _api_docs(request: Request, s: Session = Depends(db)) -> HTMLResponse:
+        from kernelcraft.web import apidocs
+
+        spec = app.openapi()
+        return render(request, "api_docs.html", auth.session_account(s, request.cookies.get(auth.SESSION_COOKIE)),
+                      nav="api", ops=apidocs.operations(spec), schemas=apidocs.schemas(spec), openapi_url=app.openapi_url,
+                      openapi_version=spec.get("openapi", ""), description=spec["info"].get("description", ""))
 
     from kernelcraft.web import api, pages
 

@@ -17,6 +17,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from kernelcraft.ledger.store import Candidate, Run, TaskRow
+from kernelcraft.review.candidate import can_promote
 from kernelcraft.web.models import EvalReportRow
 
 
@@ -57,7 +58,7 @@ def _row(report: dict, sol: dict, provenance: str, origin: str, run_id: int | No
         solution=sol.get("name", "?"), status=sol.get("status", "?"), gate=sol.get("gate"),
         reason=(sol.get("reason") or "")[:300], speedup_vs_baseline=sol.get("speedup_vs_baseline"),
         speedup_vs_reference=sol.get("speedup_vs_reference"), sol=max(sols) if sols else None,
-        promotable=bool(sol.get("promotable")), date=str(report.get("timestamp", ""))[:19].replace("T", " "),
+        promotable=can_promote(sol), date=str(report.get("timestamp", ""))[:19].replace("T", " "),
         author=sol.get("author", ""), language=sol.get("language", ""), source_hash=sol.get("source_hash", ""),
         provenance=provenance, origin=origin, run_id=run_id, workloads=sol.get("workloads", []),
     )

@@ -20,10 +20,12 @@ from __future__ import annotations
 
 import collections
 import concurrent.futures
+import functools
 import os
 import queue
 import threading
 import traceback
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 from kernelcraft.errors import InputError, Problem
@@ -124,6 +126,9 @@ class Executor:
 
     kind = "executor"
     expect_more: bool | None = None
+    # on_phase(key, gate, uuid): a job's worker announced a phase (progress display; executors that
+    # cannot see their workers' phases, Ray's, never call it)
+    on_phase: Callable[[object, str, str | None], None] | None = None
 
     def submit(self, key: object, job: Job, build_timeout_s: float, workload_timeout_s: float) -> None:
         raise NotImplementedError
@@ -215,13 +220,20 @@ class LocalExecutor(Executor):
             try:
                 outcome = run_job(replace(job, device=lane.device, gpu_slot=gated), build_s, workload_s,
                                   spare_next=spare, visible=lane.visible, slot=lane.slot if gated else None,
-                                  keep=self._keep[(lane.device, lane.visible)])
+                                  keep=self._keep[(lane.device, lane.visible)],
+                                  on_phase=functools.partial(self._phase, key) if self.on_phase else None)
             except Exception:  # noqa: BLE001 - a harness bug must become this job's verdict, not a hang
                 outcome = harness_failure(f"running the job on {lane.label}")
             with self._cond:
                 self._busy[i] -= 1
                 self._dispatch()
             self._events.put(Done(key, outcome, lane.label))
+
+    def _phase(self, key: object, gate: str, uuid: str | None) -> None:
+        try:
+            self.on_phase(key, gate, uuid)
+        except Exception:  # noqa: BLE001, S110 - a progress display must never become a job's verdict
+            pass
 
     def next_event(self) -> Started | Done:
         return self._events.get()

@@ -36,6 +36,7 @@ import os
 import signal
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -320,11 +321,13 @@ def _cpu_lap(out: JobOutcome, phase: str, reported: object, before: float) -> fl
 
 
 def run_job(job: Job, build_timeout_s: float, workload_timeout_s: float, spare_next: bool = False,
-            visible: str | None = None, slot: GpuSlot | None = None, keep: int = 1) -> JobOutcome:
+            visible: str | None = None, slot: GpuSlot | None = None, keep: int = 1,
+            on_phase: Callable[[str, str | None], None] | None = None) -> JobOutcome:
     """Run one job in a worker of its own; ``spare_next``: another job will follow, so start its
     worker now (``keep``: how many spares to hold for this device). ``slot``: the device's GPU slot, held shared from the built job's request for the GPU (the
     job must have ``gpu_slot``) and exclusively from its request to time until the process has
-    exited."""
+    exited. ``on_phase(gate, uuid)``: called as the worker announces each phase (progress display
+    only: the worker runs candidate code, so what it announces decides nothing)."""
     proc, parent_conn = _take(job.device, spare_next, visible, keep)
     with _spares_lock:
         _running[job.log_path] = proc.pid
@@ -386,6 +389,8 @@ def run_job(job: Job, build_timeout_s: float, workload_timeout_s: float, spare_n
                 cpu_t0 = _cpu_lap(out, phase[0], msg[3] if len(msg) > 3 else None, cpu_t0)
                 phase, phase_t0 = (msg[1], msg[2]), now
                 deadline = build_timeout_s if msg[1] == "build" else workload_timeout_s
+                if on_phase is not None:
+                    on_phase(msg[1], msg[2])
             elif kind == "build":
                 out.build = (msg[1], msg[2])
             elif kind == "ready":
