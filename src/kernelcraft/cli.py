@@ -90,9 +90,11 @@ def _pin_cpu_threads(workers: int | None, timing: bool) -> None:
 
 def _stop_workers() -> None:
     """End the warm spare workers before the command returns (they would outlive it otherwise)."""
+    from kernelcraft.worker import template
     from kernelcraft.worker.pool import shutdown_spares
 
     shutdown_spares()
+    template.shutdown()
 
 
 def _device(device: str) -> str:

@@ -127,6 +127,10 @@ class Runner:
         self.tamper = None
         self.device_ready = False
         torch.set_grad_enabled(False)
+        if not self.on_gpu and os.environ.get("OMP_NUM_THREADS", "").isdigit():
+            # a CPU worker's intra-op threads (the CLI sets them: one by default); forked from a template
+            # whose torch had started with the machine's count, the environment alone changes nothing
+            torch.set_num_threads(max(1, int(os.environ["OMP_NUM_THREADS"])))
         checks.prime_dispatch_modes()
         try:
             import triton  # noqa: F401

@@ -299,6 +299,10 @@ def _run(conn, job: Job, runner) -> None:
     on_gpu = job.device.startswith("cuda")
     if on_gpu and not job.gpu_slot:
         _take_device(job.device)
+    if not on_gpu:
+        from kernelcraft.measure.cpu import threads
+
+        torch.set_num_threads(threads())  # the trusted rows' intra-op threads, as the candidate's runner has
     ref_file = workdir / "kc_reference.py"
     ref_file.write_text(definition.reference)
     reference = _import_file(ref_file, "kc_reference").run

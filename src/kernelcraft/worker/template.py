@@ -103,3 +103,24 @@ def warm(template_kind: str) -> None:
     if os.environ.get("KERNELCRAFT_GC_FREEZE", "1") != "0":
         gc.collect()
         gc.freeze()
+    # The template never runs a job: at its exit there is nothing to tear down, and interpreter
+    # teardown printed ~30 lines of nanobind's "leaked instance" report (Triton's bindings) after the
+    # CLI had returned. It leaves at once instead.
+    import atexit
+
+    atexit.register(os._exit, 0)
+
+
+def shutdown() -> None:
+    """End the forkserver (and its template) before the command returns; a later worker starts it again."""
+    global _kind
+    from multiprocessing import forkserver
+
+    with _lock:
+        stop = getattr(forkserver._forkserver, "_stop", None)  # CPython 3.11-3.13
+        if stop is not None:
+            try:
+                stop()
+            except OSError:
+                pass
+        _kind = None
