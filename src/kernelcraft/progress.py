@@ -140,13 +140,16 @@ class OptimizeProgress:
             if self._progress is not None:
                 self._progress.update(self._bar, description=escape(self.title))
             self._refresh()
+        elif kind == "trusted":
+            why = f": {escape(data['reason'])}" if data["status"] == "SKIPPED" and data.get("reason") else ""
+            self._print(f"  {escape(data['name'])} (what candidates are compared with): {data['status']}{why}")
         elif kind == "memory":
             start = f"; starting point: candidate {data['start']}" if data.get("start") is not None else ""
             self._print(f"  ledger memory: similar candidates {data['similar']}{start}")
         elif kind == "evaluating":
             self._print(f"  candidate {data['id']}: {escape(data['name'])} ...")
         elif kind == "phase":
-            if data.get("gate") not in PHASES:
+            if data.get("gate") not in PHASES or not isinstance(data.get("id"), int):
                 return
             self.now = f"candidate {data['id']}: {_where(data['gate'], data.get('uuid'))}"
             if self._progress is not None:

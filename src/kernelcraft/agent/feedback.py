@@ -12,6 +12,15 @@ def feedback_text(res: SolutionResult, limit: int = 6000) -> str:
     if res.reason:
         lines.append("reason:\n" + res.reason)
     timed = [w for w in res.workloads if w.latency_ms is not None]
+    if res.speedup_vs_best_peer:
+        # first what decides adoption: the fastest thing a user could run instead, measured in this run
+        lines.append(f"geometric-mean speedup vs the best peer: {res.speedup_vs_best_peer:.3f}x "
+                     f"(best peers: {', '.join(res.best_peers)})")
+        for w in timed:
+            if w.speedup_vs_best_peer:
+                axes = ", ".join(f"{k}={v}" for k, v in w.axes.items())
+                lines.append(f"  {axes}: {w.latency_ms:.4f} ms vs {w.best_peer} {w.best_peer_latency_ms:.4f} ms "
+                             f"({w.speedup_vs_best_peer:.2f}x)")
     if timed:
         lines.append("timings (ms, candidate vs baseline):")
         for w in timed:

@@ -24,7 +24,16 @@ from kernelcraft.agent.base import Agent, AgentError, CandidateView, Context
 from kernelcraft.agent.feedback import feedback_text
 from kernelcraft.errors import InputError, Problem
 from kernelcraft.gauntlet import Options, baseline_solution
-from kernelcraft.gauntlet.evaluate import Prepared, executor_for, new_report, prepare
+from kernelcraft.gauntlet.evaluate import (
+    TRUSTED_ROLES,
+    Prepared,
+    compare_with_peers,
+    compile_entry,
+    executor_for,
+    new_report,
+    peer_entries,
+    prepare,
+)
 from kernelcraft.gauntlet.records import SolutionResult
 from kernelcraft.ledger.memory import Worked, entry_fits, similar
 from kernelcraft.ledger.store import Ledger
@@ -43,6 +52,9 @@ class OptimizeOptions:
     eval: Options | None = None
     memory: bool = True  # offer what worked on similar tasks (the ledger) as starting points
     memory_limit: int = 5  # similar candidates shown to the agent
+    # time torch.compile (per shape) and the task's peers first, and judge every candidate against the
+    # fastest of them too (speedup_vs_best_peer); None: on a GPU
+    peers: bool | None = None
 
 
 def make_agent(spec: str, task: Task, from_memory: bool = False) -> Agent:
@@ -155,10 +167,13 @@ def optimize(task: Task, agent: Agent, ledger: Ledger, opts: OptimizeOptions, re
     results: dict[int, SolutionResult] = {}  # done, waiting for an earlier candidate to be recorded
     seeds: dict[int, int] = {}
 
-    def submit(cid: int, sol: Solution, role: str) -> None:
+    trusted: list[SolutionResult] = []  # this run's baseline, torch.compile and peer rows, as recorded
+
+    def submit(cid, sol: Solution, role: str, options: dict | None = None) -> None:
         emit("evaluating", {"id": cid, "name": sol.name})
         seeds[cid] = eval_opts.seed if eval_opts.seed is not None else secrets.randbits(63)
-        prep = prepare(task, role, sol, f"ledger:{cid}", seeds[cid], eval_opts)
+        path = f"ledger:{cid}" if isinstance(cid, int) else str(cid[1])
+        prep = prepare(task, role, sol, path, seeds[cid], eval_opts, options)
         order.append(cid)
         if prep.job is None:
             results[cid] = prep.res
@@ -171,6 +186,14 @@ def optimize(task: Task, agent: Agent, ledger: Ledger, opts: OptimizeOptions, re
         while order and order[0] in results:
             cid = order.popleft()
             res = results.pop(cid)
+            if res.role in TRUSTED_ROLES:
+                trusted.append(res)
+            else:
+                compare_with_peers(res, trusted, task)
+            if not isinstance(cid, int):  # a peer or torch.compile row: no candidate of the ledger
+                seeds.pop(cid, None)
+                emit("trusted", {"name": res.name, "status": res.status, "reason": res.reason[:300]})
+                continue
             report = header.model_copy(update={
                 "seed": seeds.pop(cid), "solutions": [res],
                 "timestamp": dt.datetime.now(dt.UTC).isoformat(timespec="seconds")})
@@ -198,12 +221,18 @@ def optimize(task: Task, agent: Agent, ledger: Ledger, opts: OptimizeOptions, re
             if c.status == "PENDING":
                 submit(c.id, Solution.model_validate(c.solution), "baseline" if c.agent == "baseline" else "candidate")
         run = ledger.run(run_id)
-        if not any(c.agent == "baseline" for c in run.candidates):
+        base_row = next((c for c in run.candidates if c.agent == "baseline"), None)
+        if base_row is None:
             base = baseline_solution(task)
             cid = ledger.add_candidate(run_id, None, "baseline", "the task's baseline.py", "", base.to_json_dict(),
                                        base.source_hash)
             submit(cid, base, "baseline")
-        drain()  # the baseline's timings go into every proposal's brief
+        elif base_row.evaluation:
+            trusted.append(SolutionResult.model_validate(base_row.evaluation["solutions"][0]))
+        if opts.peers if opts.peers is not None else opts.device.startswith("cuda"):
+            for role, sol, _path, options in [compile_entry(task), *peer_entries(task)]:
+                submit(("trusted", sol.name), sol, role, options)
+        drain()  # the baseline's and the peers' timings go into every proposal's brief
         failures_in_a_row = 0
         while True:
             run = ledger.run(run_id)
