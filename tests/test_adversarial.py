@@ -129,3 +129,36 @@ def test_a_result_for_an_unplanned_workload_costs_only_that_solution(tmp_path):
     out = dict(drain(Fake(), preps, task, None, 2, {}))
     assert out[0].status == "RUNTIME_ERROR" and "never planned" in out[0].reason
     assert out[1].status == "PASSED", out[1].reason
+
+
+def test_a_runner_dies_with_its_judge(tmp_path):
+    """The recording process kills a judge that overran its deadline (SIGKILL): its runner, and the
+    runner's pid-1 process in its own namespace, must not outlive it (parent-death signals down the
+    chain; seen otherwise: a spinning candidate's runner orphaned for 45 minutes)."""
+    import multiprocessing
+    import signal
+
+    ctx = multiprocessing.get_context("fork")
+    r, w = ctx.Pipe(duplex=False)
+
+    def judge(conn):
+        from kernelcraft.runner.client import RunnerClient, descendants
+
+        client = RunnerClient("cpu")
+        client.wait_ready(60)
+        conn.send(descendants(client.pid))
+        time.sleep(600)
+
+    p = ctx.Process(target=judge, args=(w,))
+    p.start()
+    pids = r.recv()
+    assert len(pids) >= 2  # the runner and its pid-1 child
+    os.kill(p.pid, signal.SIGKILL)
+    p.join(10)
+    deadline = time.monotonic() + 10
+    alive = pids
+    while alive and time.monotonic() < deadline:
+        alive = [q for q in pids if Path(f"/proc/{q}").exists()
+                 and "Z" not in Path(f"/proc/{q}/stat").read_text().split()[2]]
+        time.sleep(0.1)
+    assert alive == [], f"processes of the runner outlived their judge: {alive}"

@@ -77,6 +77,7 @@ class RunnerClient:
     def __init__(self, device: str, launcher: list[str] | None = None, launcher_output: Path | None = None):
         self.device = device
         self.popen: subprocess.Popen | None = None
+        self.timed_out = False
         self.scratch = Path(tempfile.mkdtemp(prefix="kc_runner_"))
         os.chmod(self.scratch, 0o755)
         self.log_path = str(self.scratch / "runner.log")
@@ -173,12 +174,14 @@ class RunnerClient:
         text = "".join(c if c.isprintable() or c in "\n\t" else "?" for c in text[-n:])
         return text.strip()
 
-    def close(self) -> None:
-        """End the runner and every process it started; remove its scratch folder."""
+    def close(self, courtesy_s: float = 2.0) -> None:
+        """End the runner and every process it started; remove its scratch folder. ``courtesy_s``: how
+        long it may take to exit when asked (none after a timeout: the recording process's own deadline
+        for this job is near, and a judge killed first would leave nothing to kill its runner)."""
         with contextlib.suppress(Exception):
             self.thaw()
             wire.send(self.sock, {"op": "exit"})
-        deadline = time.monotonic() + 2.0
+        deadline = time.monotonic() + (courtesy_s if not self.timed_out else 0.0)
         while self.alive() and time.monotonic() < deadline:
             time.sleep(0.01)
         if self.popen is not None:
@@ -203,6 +206,7 @@ class RunnerClient:
         try:
             msg, fds = wire.recv(self.sock, timeout=timeout)
         except wire.Timeout:
+            self.timed_out = True
             raise RunnerDied(f"made no progress within {timeout:g} s; it was killed", timeout=True) from None
         except wire.WireError as e:
             if not self.alive() or "closed" in str(e):

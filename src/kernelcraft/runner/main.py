@@ -50,6 +50,13 @@ def _close_fds(keep: set[int]) -> None:
                 pass
 
 
+def _die_with_parent() -> None:
+    import ctypes
+    import signal
+
+    ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
+
+
 def start(sock: socket.socket, device: str, scratch: str, caches: list[str], log_path: str,
           pid_namespace: bool = True, profiled: bool = False) -> None:
     """Entry of the runner, in the process its judge forked. Never returns."""
@@ -67,6 +74,8 @@ def start(sock: socket.socket, device: str, scratch: str, caches: list[str], log
         box = Sandbox(Path(scratch), [Path(c) for c in caches], device, profiled=profiled)
         if isolate(box, pid_namespace):
             pid = os.fork()  # the child is pid 1 of the new pid namespace
+            if pid == 0:
+                _die_with_parent()  # this process gone, pid 1 goes, and with it the whole namespace
             if pid:
                 sock.close()
                 _, status = os.waitpid(pid, 0)
@@ -78,6 +87,7 @@ def start(sock: socket.socket, device: str, scratch: str, caches: list[str], log
                     os.kill(os.getpid(), -code)
                 os._exit(code & 0xFF)
         enter(box, namespaced=any("namespace" in h for h in box.held))
+        _die_with_parent()  # again: a change of uid or capabilities clears the parent-death signal
         Runner(sock, device, box).serve()
     except BaseException:  # noqa: BLE001 - whatever happened, the judge sees the socket close
         traceback.print_exc()
