@@ -373,6 +373,12 @@ class Judge:
             return (f"[torch-compute] the candidate called torch ops that compute (or ops of a custom namespace): "
                     f"{ops}. A solution must compute in its own kernels (allocation, views and metadata are "
                     "allowed; contract.toml [integrity] allowed_torch_ops may allow more, by qualified name)")
+        empty = any(v is not None and v.numel() == 0 for v in getattr(self.subject, "out_views", []))
+        if self.language in ("python", "triton") and not self.task.contract.integrity.allowed_torch_ops \
+                and not empty and not any((ev.get("launches") or {}).values()):
+            return ("[no-kernel] the call launched no kernel (no Triton launch, no kernel of a CUDA binding): a "
+                    "`python` solution must compute in a kernel it launches, not on the host or through a "
+                    "library the contract does not name ([integrity] allowed_torch_ops)")
         threads = ev.get("threads")
         if threads and threads[1] > threads[0]:
             return f"[threads] the call left {threads[1] - threads[0]} more Python thread(s) running"
