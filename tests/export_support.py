@@ -5,8 +5,8 @@ test session, and ledger runs built from its records."""
 from __future__ import annotations
 
 import json
-import re
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
