@@ -42,7 +42,8 @@ def batch(tmp_path_factory):
     names = list(EXPECTED)
     proc = subprocess.run(
         [sys.executable, "-m", "kernelcraft", "eval", str(task), *[str(ADV / f"{n}.py") for n in names],
-         "--device", "cpu", "--budget-ms", "20", "--seed", str(SECRET_SEED), "--workers", "2", "--json", str(out)],
+         "--device", "cpu", "--time", "--budget-ms", "20", "--seed", str(SECRET_SEED), "--workers", "2",
+         "--json", str(out)],
         env=env, capture_output=True, text=True, timeout=1500, cwd=tmp)
     time.sleep(1.0)  # what an orphan would have done by now, it has done
     record_text = out.read_text() if out.exists() else ""
