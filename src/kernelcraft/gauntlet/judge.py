@@ -487,7 +487,6 @@ class Judge:
             timer = remote["candidate"] = _RemoteTimer(self, self.subject, w, axes, p)
         else:
             fns["candidate"] = self.subject.timed()
-        baseline_error = ""
         if self.role != "baseline" and self.baseline is not None:
             fns["baseline"] = lambda: self.baseline(*shared)
         fns["reference"] = lambda: self.reference(*shared)
@@ -495,7 +494,7 @@ class Judge:
             t = time_interleaved(fns, self.device, budget_ms=p["budget_ms"], min_reps=p["min_reps"],
                                  max_reps=p["max_reps"], warmup=p["warmup"] + self._extra_warmup(w), remote=remote)
         except Refused:
-            raise
+            raise  # the runner's protocol or death: the job's verdict, handled by the worker
         except BaseException as e:  # noqa: BLE001
             return {"status": "RUNTIME_ERROR", "gate": "timing", "reason": candidate_traceback(e)}
         if timer is not None and timer.failure is not None:
@@ -520,6 +519,4 @@ class Judge:
                "timing": cand.to_dict()}
         if timer is not None:
             out["timing"]["checked_reps"] = timer.checked
-        if baseline_error:
-            out["baseline_error"] = baseline_error
         return out

@@ -84,7 +84,6 @@ class RunnerClient:
         self.sandbox: dict = {}
         self._next_id = 0
         self._frozen = False
-        self.pid_one: int | None = None  # the process serving requests (pid 1 of its namespace)
         caches = [str(sandbox_cache())]
         judge_end, runner_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         _prctl(PR_SET_CHILD_SUBREAPER, 1)  # what the runner's processes orphan comes back to the judge
@@ -123,8 +122,6 @@ class RunnerClient:
         sb = msg["sandbox"]
         self.sandbox = {"held": [str(x)[:300] for x in sb.get("held", [])][:20],
                         "degraded": [str(x)[:300] for x in sb.get("degraded", [])][:20]}
-        kids = descendants(self.pid)
-        self.pid_one = kids[1] if len(kids) > 1 and self.sandbox["held"] and _in_other_pidns(kids[1]) else self.pid
         self.freeze()
 
     def _signal_all(self, sig: int) -> None:
@@ -246,13 +243,6 @@ class RunnerClient:
         finally:
             if self.alive():
                 self.freeze()
-
-
-def _in_other_pidns(pid: int) -> bool:
-    try:
-        return os.readlink(f"/proc/{pid}/ns/pid") != os.readlink("/proc/self/ns/pid")
-    except OSError:
-        return False
 
 
 _reaped: dict[int, int] = {}  # pid -> exit code, for a runner whose status alive() already collected
