@@ -153,16 +153,20 @@ def unavailable(trusted: list | None, rows: list = ()) -> list[str]:
     kept (a ledger run), what the candidates recorded of them."""
     out: dict[str, str] = {}
     for t in trusted or []:
-        status = _get(t, "status")
-        if role(t) == "peer" and status != "PASSED":
-            name = _get(t, "name")
-            why = _first_line(_get(t, "reason") or "", name) or "no reason recorded"
-            out[name] = why if status == "SKIPPED" else f"{status}: {why}"
+        if role(t) == "peer" and _get(t, "status") != "PASSED":
+            out[_get(t, "name")] = why(t)
     for r in rows:
         for line in _get(r, "peers_unavailable") or []:
-            name, _, why = line.partition(": ")  # "peer:quack: why" (a row name holds ':' but not ': ')
-            out.setdefault(name, _first_line(why, name) or line)
-    return [f"{n}: {why}" for n, why in out.items()]
+            name, _, text = line.partition(": ")  # "peer:quack: why" (a row name holds ':' but not ': ')
+            out.setdefault(name, _first_line(text, name) or line)
+    return [f"{n}: {text}" for n, text in out.items()]
+
+
+def why(row) -> str:
+    """Why a row gave no figure, in one line ("RUNTIME_ERROR: ..." when it failed, not SKIPPED)."""
+    status = _get(row, "status")
+    text = _first_line(_get(row, "reason") or "", _get(row, "name", "")) or "no reason recorded"
+    return text if status == "SKIPPED" else f"{status}: {text}"
 
 
 def _first_line(reason: str, name: str) -> str:
