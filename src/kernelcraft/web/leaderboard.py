@@ -82,7 +82,7 @@ def _row(report: dict, sol: dict, provenance: str, origin: str, run_id: int | No
         solution=sol.get("name", "?"), status=sol.get("status", "?"), gate=sol.get("gate"),
         reason=(sol.get("reason") or "")[:300], speedup_vs_baseline=sol.get("speedup_vs_baseline"),
         speedup_vs_reference=sol.get("speedup_vs_reference"), sol=max(sols) if sols else None,
-        promotable=role == "candidate" and can_promote(sol),
+        promotable=can_promote(sol),
         date=str(report.get("timestamp", ""))[:19].replace("T", " "),
         author=sol.get("author", ""), language=sol.get("language", ""), source_hash=sol.get("source_hash", ""),
         provenance=provenance, origin=origin, run_id=run_id, workloads=sol.get("workloads", []),
