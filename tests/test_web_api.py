@@ -26,6 +26,9 @@ from web_support import DATABASES, csrf_of, fresh_database, snapshot, task_zip
 
 db_url = pytest.fixture(params=DATABASES)(fresh_database)
 H200 = ROOT / "tests" / "fixtures" / "records" / "h200"  # frozen real records (README there)
+PEER_RUN = ROOT / "tests" / "fixtures" / "records" / "h200-peers" / "rmsnorm.json"  # real trusted rows, failed candidates
+# FROZEN rmsnorm's candidates against PEER_RUN's trusted rows: a test input, not a measurement (README there)
+DERIVED = ROOT / "tests" / "fixtures" / "records" / "derived" / "rmsnorm_with_peers.DERIVED.json"
 PASSWORD = "correct horse 42"
 
 
@@ -265,7 +268,8 @@ def test_form_submission_shows_errors_at_the_field(tmp_path):
 def _best_in_record() -> tuple[str, float]:
     """The fastest PASSED solution of the committed H200 rmsnorm record and its speedup."""
     rec = json.loads((H200 / "rmsnorm.json").read_text())
-    best = max((s for s in rec["solutions"] if s["status"] == "PASSED"), key=lambda s: s["speedup_vs_baseline"] or 0)
+    best = max((s for s in rec["solutions"] if s["status"] == "PASSED" and s["name"] not in ("baseline", "torch.compile")),
+               key=lambda s: s["speedup_vs_baseline"] or 0)
     return best["name"], best["speedup_vs_baseline"]
 
 
@@ -407,5 +411,89 @@ def test_leaderboard_marks_only_candidates_promotable(app):
     import_paths(app.state.ledger, [H200 / "rmsnorm.json"])
     [board] = client(app).get("/api/tasks/rmsnorm_bf16_h4096").json()["boards"]
     rows = {r["solution"]: r for r in board["rows"]}
-    assert not rows["baseline"]["promotable"] and not rows["torch.compile"]["promotable"]
-    assert any(r["promotable"] for name, r in rows.items() if name not in ("baseline", "torch.compile"))
+    trusted = {r["solution"]: r for r in board["trusted"]}
+    # the trusted rows are compared with, not ranked: a table of their own, never promotable
+    assert set(trusted) == {"baseline", "torch.compile"} and not set(trusted) & set(rows)
+    assert not any(r["promotable"] for r in trusted.values())
+    assert all(r["promotable"] for r in rows.values())
+    # an old record: its torch.compile named for what it was, no figure headlined against it
+    assert trusted["torch.compile"]["label"] == "torch.compile (dynamic, old harness)"
+    assert {r["headline"] for r in rows.values()} == {"no peer measured"}
+    assert all(r["speedup_vs_best_peer"] is None for r in rows.values())
+    page = client(app).get("/tasks/rmsnorm_bf16_h4096").text
+    assert "No peer measured in these records" in page and "torch.compile (dynamic, old harness)" in page
+    board_html = page.split('class="leaderboard"')[1].split("<tbody>")[1].split("</table>")[0]
+    assert "<strong>torch.compile" not in board_html and "<strong>baseline</strong>" not in board_html
+
+
+def _import_changed(app, path: Path, tmp: Path, change) -> None:
+    rec = json.loads(path.read_text())
+    change(rec)
+    out = tmp / path.name
+    out.write_text(json.dumps(rec))
+    [got] = import_paths(app.state.ledger, [out])
+    assert got.new and not got.error, got.error
+
+
+def test_leaderboard_leads_with_the_best_peer(app, tmp_path):
+    rec = json.loads(DERIVED.read_text())
+
+    def everything_promotable(r):  # no trusted row may be shown promotable, whatever its record says
+        for s in r["solutions"]:
+            s["promotable"] = True
+    _import_changed(app, DERIVED, tmp_path, everything_promotable)
+    c = client(app)
+    [board] = c.get("/api/tasks/rmsnorm_bf16_h4096").json()["boards"]
+    cands = sorted((s for s in rec["solutions"] if s["role"] == "candidate"), key=lambda s: -s["speedup_vs_best_peer"])
+    assert [r["solution"] for r in board["rows"]] == [s["name"] for s in cands]  # ranked by x best peer
+    for r, s in zip(board["rows"], cands, strict=True):
+        assert r["speedup_vs_best_peer"] == s["speedup_vs_best_peer"] and r["headline"] == f"{s['speedup_vs_best_peer']:.2f}x"
+        assert r["best_peers"] == ["peer:liger (liger-kernel 0.8.5)", "torch.compile (static shapes, torch 2.11.0+cu130)"]
+        for wp, w in zip(r["by_workload"], s["workloads"], strict=True):  # which peer it was, per workload
+            assert wp["peer"].startswith(w["best_peer"] + " (") and wp["peer_ms"] == w["best_peer_latency_ms"]
+            assert wp["speedup"] == w["speedup_vs_best_peer"] and wp["latency_ms"] == w["latency_ms"]
+    trusted = {r["solution"]: r for r in board["trusted"]}
+    assert set(trusted) == {s["name"] for s in rec["solutions"] if s["role"] != "candidate"}
+    assert not any(r["promotable"] for r in trusted.values()) and all(r["role"] != "candidate" for r in trusted.values())
+    assert trusted["peer:liger"]["label"] == "peer:liger (liger-kernel 0.8.5)"
+    assert trusted["peer:flashinfer"]["why"] == "module 'flashinfer' is not installed here (pip install flashinfer-python)"
+    gone = dict(x.split(": ", 1) for x in board["peers_unavailable"])
+    assert set(gone) == {"peer:quack", "peer:flashinfer"} and "No CTK flavor installed" in gone["peer:quack"]
+    page = html.unescape(c.get("/tasks/rmsnorm_bf16_h4096").text)
+    heads = page.split('class="leaderboard"')[1].split("</thead>")[0]
+    assert heads.index("× best peer") < heads.index("× baseline")
+    first = page.split('class="leaderboard"')[1].split("<tbody>")[1].split("</tr>")[0]
+    assert cands[0]["name"] in first and f"{cands[0]['speedup_vs_best_peer']:.2f}" in first and "vs peer:liger" in first
+    assert "Compared with" in page and "pip install flashinfer-python" in page and "No peer measured" not in page
+    tasks = html.unescape(c.get("/tasks").text)
+    assert f"{cands[0]['speedup_vs_best_peer']:.2f} " in tasks and "× best peer" in tasks
+    # the real peer run, newer: its trusted rows and its (failed) candidates replace the derived record's
+    import_paths(app.state.ledger, [PEER_RUN])
+    [board] = c.get("/api/tasks/rmsnorm_bf16_h4096").json()["boards"]
+    assert {r["date"][:10] for r in board["trusted"] if r["solution"] != "peer:flashinfer"} == {"2026-12-01"}
+    assert {r["status"] for r in board["rows"]} == {"RUNTIME_ERROR"} and {r["headline"] for r in board["rows"]} == {"-"}
+    assert len(board["rows"]) == 5 and not any(r["promotable"] for r in board["rows"] + board["trusted"])
+
+
+def test_ledger_candidates_headline_from_the_peers_they_name(app):
+    """A ledger run keeps its candidates only: their records name the fastest rows and the SKIPPED peers."""
+    rec = json.loads(DERIVED.read_text())
+    header = {k: v for k, v in rec.items() if k != "solutions"}
+    cand = next(s for s in rec["solutions"] if s["name"] == "triton_rowwise")
+    cpu = copy.deepcopy(cand)  # a CPU run: the baseline is the only trusted row, so the "best peer"
+    cpu["name"], cpu["source_hash"] = "triton_rowwise_cpu", "c" * 64
+    for w in cpu["workloads"]:
+        w["best_peer"] = "baseline"
+    cpu["best_peers"] = ["baseline"]
+    led: Ledger = app.state.ledger
+    run = led.new_run("rmsnorm_bf16_h4096", str(ROOT / "tasks" / "rmsnorm"), {}, "tuner", "cuda", 2, {})
+    for sol in (cand, cpu):
+        cid = led.add_candidate(run, None, "tuner", sol["name"], "", {}, sol["source_hash"])
+        led.record(cid, "PASSED", None, "", sol["speedup_vs_baseline"], "", {**header, "solutions": [sol]})
+    [board] = client(app).get("/api/tasks/rmsnorm_bf16_h4096").json()["boards"]
+    rows = {r["solution"]: r for r in board["rows"]}
+    assert rows["triton_rowwise"]["speedup_vs_best_peer"] == cand["speedup_vs_best_peer"]
+    assert rows["triton_rowwise"]["best_peers"] == ["peer:liger", "torch.compile"]
+    assert rows["triton_rowwise_cpu"]["headline"] == "no peer measured" and rows["triton_rowwise_cpu"]["speedup_vs_best_peer"] is None
+    assert [r["solution"] for r in board["rows"]] == ["triton_rowwise", "triton_rowwise_cpu"]
+    assert board["peers_unavailable"] == ["peer:flashinfer: module 'flashinfer' is not installed here (pip install flashinfer-python)"]

@@ -1,8 +1,9 @@
 """What a report is made of, gathered from evaluation records or from a ledger run.
 
 Records are read as they are: a record older than a field (no ``holdouts``, no ``sol``, no
-``calibration``, no ``torch.compile`` row) gives a report that says the thing was not measured,
-never one that fails or invents it.
+``calibration``, no ``torch.compile`` row, no peer rows) gives a report that says the thing was not
+measured, never one that fails or invents it. Trusted rows (baseline, torch.compile, peers: see
+:mod:`kernelcraft.report.peers`) are what the kernels are compared with, never kernels themselves.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from pathlib import Path
 
 from kernelcraft.errors import InputError, Problem
 from kernelcraft.gauntlet.records import EvalReport, SolutionResult
+from kernelcraft.report import peers
 from kernelcraft.task.loader import Task, load_task
 
 COMPILE = "torch.compile"
@@ -23,6 +25,16 @@ class Row:
     result: SolutionResult
     report: EvalReport  # the evaluation it belongs to (environment, seed, device)
     candidate: dict | None = None  # ledger: id, parent, agent, strategy, status, speedup_vs_baseline
+    # the trusted rows of the same evaluation; None where they were not kept (a ledger run records
+    # its candidates only, each carrying the names of the rows that were fastest)
+    trusted: list[SolutionResult] | None = None
+
+    @property
+    def is_trusted(self) -> bool:
+        return peers.is_trusted(self.result)
+
+    def headline(self) -> peers.Headline:
+        return peers.headline(self.result, self.trusted)
 
 
 @dataclass
@@ -41,15 +53,24 @@ class ReportData:
 
     @property
     def kernels(self) -> list[Row]:
-        return [r for r in self.rows if r.result.name not in ("baseline", COMPILE)]
+        return [r for r in self.rows if not r.is_trusted]
+
+    @property
+    def trusted(self) -> list[Row]:
+        return [r for r in self.rows if r.is_trusted]
 
     @property
     def compile_row(self) -> Row | None:
-        return next((r for r in self.rows if r.result.name == COMPILE), None)
+        return next((r for r in self.rows if peers.role(r.result) == COMPILE), None)
 
     @property
     def baseline_row(self) -> Row | None:
-        return next((r for r in self.rows if r.result.name == "baseline"), None)
+        return next((r for r in self.rows if peers.role(r.result) == "baseline"), None)
+
+    def unavailable(self) -> list[str]:
+        """Peer rows that gave no figure, with why (SKIPPED: the library or device; or failed)."""
+        kept = [r.result for r in self.trusted]
+        return peers.unavailable(kept, [r.result for r in self.kernels])
 
     def workload_order(self) -> list[tuple[str, dict]]:
         """(uuid, axes) of every workload any row has, in first-seen order."""
@@ -76,7 +97,12 @@ def from_records(paths: list[Path], task_dir: Path | None = None) -> ReportData:
     if len(names) != 1:
         raise InputError(Problem(", ".join(str(p) for p, _ in reports), "task", f"records of several tasks {sorted(names)}",
                                  "report one task at a time (`kernelcraft summary` covers several)"))
-    rows = [Row(s.name if len(reports) == 1 else f"{s.name} ({p.stem})", s, rep) for p, rep in reports for s in rep.solutions]
+    rows = []
+    for p, rep in reports:
+        trusted = peers.trusted_rows(rep.solutions)
+        for s in rep.solutions:
+            name = peers.label(s)
+            rows.append(Row(name if len(reports) == 1 else f"{name} ({p.stem})", s, rep, trusted=trusted))
     if not rows:
         raise InputError(Problem(reports[0][0], "solutions", "empty", "evaluate at least one solution"))
     task, problem = _task(reports[0][1].task_dir, task_dir)

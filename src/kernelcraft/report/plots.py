@@ -12,7 +12,8 @@ import math
 from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter, MaxNLocator
 
-from kernelcraft.report.data import COMPILE, ReportData
+from kernelcraft.report import peers
+from kernelcraft.report.data import ReportData
 
 STATUS_COLORS = {"PASSED": "#2e7d32", "SKIPPED": "#f9a825", "PENDING": "#9e9e9e"}
 MAX_BARS = 6  # solutions per workload in the bar chart; more are unreadable
@@ -53,29 +54,66 @@ def speedup_bars(data: ReportData) -> bytes | None:
 
 
 def speedup_figure(data: ReportData) -> Figure | None:
-    rows = [r for r in data.rows if r.result.name != "baseline"
+    """The kernels (the best few) and, hatched, the trusted rows they are compared with."""
+    rows = [r for r in data.rows if peers.role(r.result) != "baseline"
             and any(w.speedup_vs_baseline for w in r.result.workloads)]
     if not rows:
         return None
-    kernels = sorted((r for r in rows if r.result.name != COMPILE),
+    kernels = sorted((r for r in rows if not r.is_trusted),
                      key=lambda r: -(r.result.speedup_vs_baseline or 0))[:MAX_BARS]
-    rows = kernels + [r for r in rows if r.result.name == COMPILE]
+    rows = kernels + [r for r in rows if r.is_trusted]
     workloads = data.workload_order()
+    bars = {id(r): {w.uuid: w.speedup_vs_baseline for w in r.result.workloads} for r in rows}
+    fig = _bars(rows, workloads, bars)
+    ax = fig.axes[0]
+    ax.set_ylabel("speedup over baseline.py (x)")
+    ax.set_title(f"{data.task_name}: per-workload speedup (median latency)")
+    return fig
+
+
+def _bars(rows: list, workloads: list, values: dict, xlabels: list[str] | None = None) -> Figure:
     fig = Figure(figsize=(max(6, 1.1 * len(workloads) + 2), 4))
     ax = fig.subplots()
     width = 0.8 / len(rows)
     for i, r in enumerate(rows):
-        by = {w.uuid: w.speedup_vs_baseline for w in r.result.workloads}
+        by = values[id(r)]
         xs = [j + (i - (len(rows) - 1) / 2) * width for j in range(len(workloads))]
         ys = [by.get(u) or 0 for u, _ in workloads]
-        ax.bar(xs, ys, width, label=r.label, hatch="//" if r.result.name == COMPILE else None)
+        ax.bar(xs, ys, width, label=r.label, hatch="//" if r.is_trusted else None)
     ax.axhline(1.0, color="black", lw=0.8, ls="--")
     ax.set_yscale("log")
     _plain_log_ticks(ax)
-    ax.set_xticks(range(len(workloads)), [_axes_label(a) for _, a in workloads], rotation=30, ha="right", fontsize=8)
-    ax.set_ylabel("speedup over baseline.py (x)")
-    ax.set_title(f"{data.task_name}: per-workload speedup (median latency)")
+    ax.set_xticks(range(len(workloads)), xlabels or [_axes_label(a) for _, a in workloads], rotation=30, ha="right",
+                  fontsize=8)
     ax.legend(fontsize=7, loc="best")
+    return fig
+
+
+def peer_bars(data: ReportData) -> bytes | None:
+    """Per-workload speedup over the best peer (the headline), one bar per kernel; each workload's
+    label names the peer that was fastest there."""
+    fig = peer_figure(data)
+    return None if fig is None else _png(fig)
+
+
+def peer_figure(data: ReportData) -> Figure | None:
+    heads = {id(r): r.headline() for r in data.kernels}
+    kernels = sorted((r for r in data.kernels if heads[id(r)].value is not None),
+                     key=lambda r: -(heads[id(r)].value or 0))[:MAX_BARS]
+    if not kernels:
+        return None
+    workloads = data.workload_order()
+    values = {id(r): {wp.uuid: wp.speedup for wp in heads[id(r)].workloads} for r in kernels}
+    best = {}
+    for r in kernels:
+        for wp in heads[id(r)].workloads:
+            if wp.peer:
+                best.setdefault(wp.uuid, wp.peer.split(" (")[0])  # the row's name; its library is in the tables
+    labels = [f"{_axes_label(a)}\n({best.get(u, peers.NO_PEER)})" for u, a in workloads]
+    fig = _bars(kernels, workloads, values, labels)
+    ax = fig.axes[0]
+    ax.set_ylabel("speedup over the best peer (x)")
+    ax.set_title(f"{data.task_name}: per-workload speedup over the fastest trusted row of the run")
     return fig
 
 
@@ -209,6 +247,8 @@ def dag(data: ReportData) -> bytes | None:
 
 
 PLOTS = {
+    "peer": (peer_bars, "Per-workload speedup over the best peer",
+             f"{peers.NO_PEER} in these records (only the baseline, or the old harness's dynamic torch.compile)"),
     "speedup": (speedup_bars, "Per-workload speedup over the baseline",
                 "no solution of these records was timed against the baseline"),
     "roofline": (roofline, "Roofline", "needs the task folder (bytes per call) and timed workloads"),

@@ -1,10 +1,13 @@
 """A report a kernel engineer would forward: one self-contained HTML file (plots embedded as base64
 PNG, no external resource), or Markdown with the plots as PNG files beside it.
 
-Sections: where the numbers come from; the contract in brief; every solution's verdict; per-workload
-latency against the baseline, torch.compile and the reference, with speed-of-light fractions; the
-plots; the limits of the chosen kernel (validated shapes, dtypes and hardware, what was not tested);
-provenance (environment, versions, seeds, source hashes).
+Sections: where the numbers come from; the contract in brief; every candidate's verdict, led by its
+speedup over the best peer (the fastest trusted row of its run: static torch.compile, the task's peers,
+the baseline; "no peer measured" where the records have none); the trusted rows it was compared with
+and the peers that were unavailable, with why; per-workload latency with the best peer named, against
+the baseline, torch.compile, the peers and the reference, with speed-of-light fractions; the plots; the
+limits of the chosen kernel (validated shapes, dtypes and hardware, what was not tested); provenance
+(environment, versions, seeds, source hashes).
 """
 
 from __future__ import annotations
@@ -14,9 +17,10 @@ from pathlib import Path
 
 from jinja2 import Environment
 
+from kernelcraft.report import peers
 from kernelcraft.report.data import COMPILE, ReportData, Row
 from kernelcraft.report.plots import PLOTS
-from kernelcraft.review.candidate import REFERENCE_ROWS, can_promote
+from kernelcraft.review.candidate import can_promote
 
 MAX_COLUMNS = 6  # kernel columns in the latency table
 
@@ -32,13 +36,19 @@ def _sol(x: float | None) -> str:
 
 
 def chosen(data: ReportData) -> Row | None:
-    """The kernel the limits are about: the run's promoted one, else the fastest that PASSED."""
+    """The kernel the limits are about: the run's promoted one, else the fastest that PASSED (against
+    the best peer where the records have one, else against the baseline)."""
     if data.run and data.run.get("promoted") is not None:
         for r in data.rows:
             if r.candidate and r.candidate["id"] == data.run["promoted"]:
                 return r
     passed = [r for r in data.kernels if r.result.status == "PASSED"]
-    return max(passed, key=lambda r: r.result.speedup_vs_baseline or 0, default=None)
+    return max(passed, key=_rank, default=None)
+
+
+def _rank(r: Row) -> tuple:
+    v = r.headline().value
+    return (v is not None, v or 0, r.result.speedup_vs_baseline or 0)
 
 
 def _contract(data: ReportData) -> list[str]:
@@ -58,7 +68,9 @@ def _contract(data: ReportData) -> list[str]:
     out += [f"check {line}" for line in describe_checks(d, c)]
     out.append(f"workloads: {len(t.workloads)}; holdout shapes per run: {c.generalization.holdouts}"
                + (f" plus {len(c.generalization.shapes)} fixed" if c.generalization.shapes else ""))
+    peer_rule = c.promotion.min_speedup_vs_best_peer
     out.append(f"promotion: every gate PASSED and x baseline >= {c.promotion.min_speedup_vs_baseline:g}"
+               + (f" and x best peer >= {peer_rule:g} (a peer measured at every timed workload)" if peer_rule else "")
                + ("; a person's approval is required" if c.promotion.require_approval else ""))
     out.append(f"timing: {c.timing.budget_ms:g} ms per function per workload, {c.timing.min_reps}-{c.timing.max_reps} reps; "
                f"integrity: deterministic={c.integrity.deterministic}, allowed torch ops {c.integrity.allowed_torch_ops or 'none'}")
@@ -68,14 +80,16 @@ def _contract(data: ReportData) -> list[str]:
 
 
 def _verdicts(data: ReportData) -> list[dict]:
+    """The candidates, best first: a trusted row is what they are compared with, never one of them."""
     out = []
-    for r in data.rows:
-        res = r.result
+    for r in sorted(data.kernels, key=_rank, reverse=True):
+        res, h = r.result, r.headline()
         wl = [w for w in res.workloads]
         out.append({
             "label": r.label, "status": res.status, "gate": res.gate or "",
+            "x_best_peer": h.text if h.value is None else f"{h.value:.3f}", "best_peers": ", ".join(h.peers),
             "x_baseline": _f(res.speedup_vs_baseline, ".3f"), "x_reference": _f(res.speedup_vs_reference, ".3f"),
-            "promotable": "-" if res.name in REFERENCE_ROWS else "yes" if can_promote(res) else "no",
+            "promotable": "yes" if can_promote(res) else "no",
             "workloads": f"{sum(w.status == 'PASSED' for w in wl)}/{len(wl)}",
             "holdouts": f"{sum(h.status == 'PASSED' for h in res.holdouts)}/{len(res.holdouts)}" if res.holdouts else "not run",
             "reason": (res.reason.strip().splitlines() or [""])[0][:240],
@@ -83,37 +97,78 @@ def _verdicts(data: ReportData) -> list[dict]:
     return out
 
 
+def _trusted(data: ReportData) -> list[dict]:
+    out = []
+    for r in data.trusted:
+        res = r.result
+        impl = res.implementation or {}
+        what = ", ".join(f"{k} {v}" for k, v in impl.items() if k in ("library", "version", "mode")) or (
+            "the task's baseline.py" if peers.role(res) == "baseline" else "not recorded")
+        out.append({"label": r.label, "role": peers.role(res), "status": res.status, "implementation": what,
+                    "x_baseline": _f(res.speedup_vs_baseline, ".3f"),
+                    "reason": "" if res.status == "PASSED" else peers.why(res)})
+    return out
+
+
+def _headline_note(data: ReportData) -> str:
+    """One sentence on what the x best peer column stands on."""
+    heads = [r.headline() for r in data.kernels]
+    if any(h.value is not None for h in heads):
+        strong = sorted({p for h in heads for p in h.peers})
+        return "x best peer: each candidate against the fastest trusted row of its run at each workload " \
+               f"(weighted geometric mean); fastest somewhere: {', '.join(strong) or 'none'}."
+    if data.kernels and any(r.trusted is not None for r in data.kernels):
+        return peers.weak_note([t.result for t in data.trusted]) + ": no x best peer figure."
+    return peers.NO_PEER + ": no x best peer figure."
+
+
+def _cell(w) -> str:
+    if w is None:
+        return ""
+    if w.status != "PASSED" or not w.latency_ms:
+        return w.status.lower()
+    return _f(w.latency_ms)
+
+
 def _latency(data: ReportData) -> tuple[list[str], list[list[str]]]:
-    kernels = sorted(data.kernels, key=lambda r: -(r.result.speedup_vs_baseline or 0))[:MAX_COLUMNS]
+    kernels = sorted(data.kernels, key=_rank, reverse=True)[:MAX_COLUMNS]
     promoted = chosen(data)
     if promoted is not None and promoted not in kernels:
         kernels.append(promoted)
-    comp = data.compile_row
+    # every trusted row but the baseline (its own column, from the rows timed beside it), torch.compile
+    # first; without one, a torch.compile column that says so
+    others = sorted((r for r in data.trusted if peers.role(r.result) != "baseline"),
+                    key=lambda r: peers.role(r.result) != COMPILE)
+    heads = {id(r): r.headline() for r in kernels}
     from kernelcraft.report.terminal import headers
 
-    header = ["workload", *headers([r.label for r in kernels], data.task_name), "baseline.py", COMPILE, "reference"]
+    header = ["workload", "best peer (ms)", *headers([r.label for r in kernels], data.task_name), "baseline.py",
+              *([] if data.compile_row else [COMPILE]), *(r.label for r in others), "reference"]
     rows = []
     for uuid, axes in data.workload_order():
         cells = [f"{uuid[:8]} " + ", ".join(f"{k}={v}" for k, v in axes.items())]
+        best = next((wp for r in kernels for wp in heads[id(r)].workloads if wp.uuid == uuid and wp.peer), None)
+        cells.append(f"{best.peer} {_f(best.peer_ms)}" if best else peers.NO_PEER)
         base = ref = None
         for r in kernels:
             w = next((w for w in r.result.workloads if w.uuid == uuid), None)
-            if w is None:
-                cells.append("")
-                continue
-            sol = getattr(w, "sol", None)
-            cell = _f(w.latency_ms) if w.status == "PASSED" and w.latency_ms else w.status.lower()
-            if sol is not None and w.status == "PASSED":
-                cell += f" ({_sol(sol)} sol)"
-            cells.append(cell)
-            base, ref = base or w.baseline_latency_ms, ref or w.reference_latency_ms
+            cell = _cell(w)
+            notes = []
+            wp = next((wp for wp in heads[id(r)].workloads if wp.uuid == uuid), None)
+            if wp is not None and wp.speedup is not None and w is not None and w.status == "PASSED":
+                notes.append(f"{peers.speed(wp.speedup)} best peer")
+            if w is not None and getattr(w, "sol", None) is not None and w.status == "PASSED":
+                notes.append(f"{_sol(w.sol)} sol")
+            cells.append(cell + (f" ({', '.join(notes)})" if notes else ""))
         for r in data.rows:  # the baseline's and reference's latency from any row that has them
             w = next((w for w in r.result.workloads if w.uuid == uuid), None)
             if w is not None:
                 base, ref = base or w.baseline_latency_ms, ref or w.reference_latency_ms
-        cw = next((w for w in comp.result.workloads if w.uuid == uuid), None) if comp else None
-        cells += [_f(base), _f(cw.latency_ms) if cw and cw.latency_ms else ("not measured" if comp is None else "-"),
-                  _f(ref)]
+        cells.append(_f(base))
+        if data.compile_row is None:
+            cells.append("not measured")
+        cells += [_cell(next((w for w in r.result.workloads if w.uuid == uuid), None)) or "-" for r in others]
+        cells.append(_f(ref))
         rows.append(cells)
     return header, rows
 
@@ -125,6 +180,12 @@ def _limits(data: ReportData) -> tuple[str, list[str]]:
     notes = list(data.notes)
     if data.compile_row is None:
         notes.append("torch.compile was not measured in these records (kernelcraft eval --with-compile adds it)")
+    elif data.trusted and all(peers.is_weak(r.result) for r in data.trusted if peers.role(r.result) == COMPILE):
+        notes.append("the torch.compile of these records compiled one graph with dynamic shapes for every workload, "
+                     "the weakest compile a user could run: no speedup is headlined against it")
+    if not any(r.headline().value is not None for r in data.kernels):
+        notes.append(f"{peers.NO_PEER} in these records: no x best peer figure (a GPU run of kernelcraft eval "
+                     "times torch.compile per shape and the task's peers; a CPU run, only the baseline)")
     if not data.first.calibration:
         notes.append("no calibration in the record: speed-of-light fractions and the roofline ceiling are absent")
     if row is None:
@@ -178,6 +239,9 @@ def context(data: ReportData) -> dict:
         "timing": method or "not timed",
         "contract": _contract(data),
         "verdicts": _verdicts(data),
+        "headline_note": _headline_note(data),
+        "trusted": _trusted(data),
+        "unavailable": data.unavailable(),
         "lat_header": header, "lat_rows": lat_rows,
         "plots": plots,
         "limits_title": limits_title, "limits": limits,
@@ -210,13 +274,26 @@ awaiting a person's approval: {{ c.run.awaiting_approval | join(", ") }}{% endif
 <h2>Contract</h2>
 <ul>{% for line in c.contract %}<li>{{ line }}</li>{% endfor %}</ul>
 <h2>Verdicts</h2>
-<div class="scroll"><table><tr><th>solution</th><th>status</th><th>gate</th><th>x baseline</th><th>x reference</th><th>promotable</th>
-<th>workloads</th><th>holdouts</th><th>reason</th></tr>
+<p>{{ c.headline_note }}</p>
+<div class="scroll"><table><tr><th>solution</th><th>status</th><th>gate</th><th>x best peer</th><th>best peers</th><th>x baseline</th>
+<th>x reference</th><th>promotable</th><th>workloads</th><th>holdouts</th><th>reason</th></tr>
 {% for v in c.verdicts %}<tr><td>{{ v.label }}</td>
 <td class="{{ v.status if v.status in ('PASSED', 'SKIPPED') else 'bad' }}">{{ v.status }}</td><td>{{ v.gate }}</td>
+<td class="num">{{ v.x_best_peer }}</td><td>{{ v.best_peers }}</td>
 <td class="num">{{ v.x_baseline }}</td><td class="num">{{ v.x_reference }}</td><td>{{ v.promotable }}</td>
 <td>{{ v.workloads }}</td><td>{{ v.holdouts }}</td><td>{{ v.reason }}</td></tr>{% endfor %}
+{% if not c.verdicts %}<tr><td colspan="11" class="missing">no candidate in these records</td></tr>{% endif %}
 </table></div>
+<h2>Compared with</h2>
+<p>The trusted rows of the run: what a user could run instead. They are never ranked or promoted.</p>
+{% if c.trusted %}<div class="scroll"><table><tr><th>trusted row</th><th>role</th><th>implementation</th><th>status</th>
+<th>x baseline</th><th>why not measured</th></tr>
+{% for t in c.trusted %}<tr><td>{{ t.label }}</td><td>{{ t.role }}</td><td>{{ t.implementation }}</td>
+<td class="{{ t.status if t.status in ('PASSED', 'SKIPPED') else 'bad' }}">{{ t.status }}</td>
+<td class="num">{{ t.x_baseline }}</td><td>{{ t.reason }}</td></tr>{% endfor %}
+</table></div>{% else %}<p class="missing">No trusted row in these records (a ledger run keeps its candidates only).</p>{% endif %}
+<p>Peers unavailable: {% if c.unavailable %}</p><ul>{% for u in c.unavailable %}<li>{{ u }}</li>{% endfor %}</ul>
+{% else %}none recorded.</p>{% endif %}
 <h2>Median latency per workload, ms</h2>
 <div class="scroll"><table><tr>{% for h in c.lat_header %}<th>{{ h }}</th>{% endfor %}</tr>
 {% for row in c.lat_rows %}<tr><td>{{ row[0] }}</td>{% for cell in row[1:] %}<td class="num">{{ cell }}</td>{% endfor %}</tr>{% endfor %}
@@ -255,11 +332,22 @@ def to_markdown(ctx: dict, md_path: Path) -> str:
               + (f"; awaiting approval: {', '.join(map(str, run['awaiting_approval']))}" if run.get("awaiting_approval") else "")
               + ".", ""]
     L += ["## Contract", "", *[f"- {_md_cell(x)}" for x in ctx["contract"]], "", "## Verdicts", "",
-          "| solution | status | gate | x baseline | x reference | promotable | workloads | holdouts | reason |",
-          "|---|---|---|---|---|---|---|---|---|"]
+          ctx["headline_note"], "",
+          "| solution | status | gate | x best peer | best peers | x baseline | x reference | promotable | workloads | holdouts | reason |",
+          "|---|---|---|---|---|---|---|---|---|---|---|"]
     for v in ctx["verdicts"]:
-        L.append("| " + " | ".join(_md_cell(v[k]) for k in ("label", "status", "gate", "x_baseline", "x_reference",
-                                                               "promotable", "workloads", "holdouts", "reason")) + " |")
+        L.append("| " + " | ".join(_md_cell(v[k]) for k in ("label", "status", "gate", "x_best_peer", "best_peers", "x_baseline",
+                                                               "x_reference", "promotable", "workloads", "holdouts",
+                                                               "reason")) + " |")
+    L += ["", "## Compared with", "", "The trusted rows of the run: what a user could run instead. They are never "
+          "ranked or promoted.", ""]
+    if ctx["trusted"]:
+        L += ["| trusted row | role | implementation | status | x baseline | why not measured |", "|---|---|---|---|---|---|"]
+        L += ["| " + " | ".join(_md_cell(t[k]) for k in ("label", "role", "implementation", "status", "x_baseline", "reason"))
+              + " |" for t in ctx["trusted"]]
+    else:
+        L.append("No trusted row in these records (a ledger run keeps its candidates only).")
+    L += ["", "Peers unavailable: " + ("; ".join(map(_md_cell, ctx["unavailable"])) if ctx["unavailable"] else "none recorded") + "."]
     L += ["", "## Median latency per workload, ms", "", "| " + " | ".join(map(_md_cell, ctx["lat_header"])) + " |",
           "|" + "---|" * len(ctx["lat_header"])]
     L += ["| " + " | ".join(map(_md_cell, row)) + " |" for row in ctx["lat_rows"]]

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from kernelcraft.errors import InputError, Problem
 from kernelcraft.gauntlet.records import EvalReport
+from kernelcraft.report import peers
 
 
 def _f(x: float | None, spec: str) -> str:
@@ -42,18 +43,91 @@ def record_paths(args: list[Path]) -> tuple[list[Path], list[Path]]:
     return out, others
 
 
+def _axes(axes: dict) -> str:
+    return ", ".join(f"{k}={v}" for k, v in axes.items())
+
+
 def _largest(s) -> str:
     timed = [w for w in s.workloads if w.latency_ms]
     if not timed:
         return "-"
     w = max(timed, key=lambda w: math.prod(w.axes.values()))
-    axes = ", ".join(f"{k}={v}" for k, v in w.axes.items())
-    return f"{axes}: {w.latency_ms:.4f} ({_f(w.baseline_latency_ms, '.4f')})"
+    return f"{_axes(w.axes)}: {w.latency_ms:.4f} ({_f(w.baseline_latency_ms, '.4f')})"
 
 
 def _best_sol(s) -> str:
     sols = [w.sol for w in s.workloads if getattr(w, "sol", None) is not None and w.status == "PASSED"]
     return f"{max(sols):.1%}" if sols else "-"
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def top_candidate(candidates: list, heads: dict):
+    """The record's best candidate: by x best peer where it has one, else by x baseline."""
+    passed = [c for c in candidates if c.status == "PASSED"]
+    return max(passed, key=lambda c: (heads[c.name].value is not None, heads[c.name].value or 0,
+                                      c.speedup_vs_baseline or 0), default=None)
+
+
+def _record(p: Path, r: EvalReport) -> tuple[list[str], list[str]]:
+    """(the record's section, its line of the overview table)."""
+    e = r.environment
+    trusted = peers.trusted_rows(r.solutions)
+    candidates = [s for s in r.solutions if not peers.is_trusted(s)]
+    heads = {c.name: peers.headline(c, trusted) for c in candidates}
+    strong = peers.strong_rows(trusted)
+    method = next((w.timing.get("method") for s in r.solutions for w in s.workloads if w.timing), "not timed")
+    L = [f"## {r.task} (`{p.name}`)", "",
+         f"{e.get('hardware')} ({r.device}), {r.timestamp}, seed {r.seed}, {r.harness_version}, {r.timing_version} "
+         f"({method}); torch {(e.get('libs') or {}).get('torch', '?')}"
+         + ("" if r.calibration else "; no calibration in the record"), ""]
+    if r.timing_note:
+        L += [f"> {_cell(r.timing_note)}", ""]
+    if strong:
+        L.append("Compared with: " + ", ".join(peers.label(t) for t in strong) + ".")
+    else:
+        note = peers.weak_note(trusted)
+        L.append(note[:1].upper() + note[1:] + ": no x best peer figure; x baseline is against the task's baseline.py only.")
+    gone = peers.unavailable(trusted, candidates)
+    if gone or any(peers.role(t) == "peer" for t in trusted):
+        L.append("Peers unavailable: " + ("; ".join(_cell(g) for g in gone) if gone else "none") + ".")
+    L.append("")
+    L += ["| solution | status | gate | x best peer (geomean) | best peers | x baseline (geomean) | x reference | best sol "
+          "| largest workload: latency ms (baseline ms) |",
+          "|---|---|---|---|---|---|---|---|---|"]
+    for s in candidates:
+        h = heads[s.name]
+        L.append(f"| {s.name} | {s.status} | {s.gate or ''} | {h.text} | {_cell(', '.join(h.peers)) or '-'} | "
+                 f"{_f(s.speedup_vs_baseline, '.2f')} | {_f(s.speedup_vs_reference, '.2f')} | {_best_sol(s)} | {_largest(s)} |")
+    if not candidates:
+        L.append("| (no candidate in this record) | | | | | | | | |")
+    best = top_candidate(candidates, heads)
+    if strong and best is not None:
+        L += ["", f"Best peer per workload, and {best.name} there:", "",
+              "| workload | best peer | best peer ms | candidate ms | x best peer |", "|---|---|---|---|---|"]
+        by = {w.uuid: w for w in best.workloads}
+        for wp in heads[best.name].workloads:
+            w = by[wp.uuid]
+            L.append(f"| {_axes(wp.axes)} | {_cell(wp.peer or peers.NO_PEER)} | {_f(wp.peer_ms, '.4f')} | "
+                     f"{_f(w.latency_ms, '.4f')} | {peers.speed(wp.speedup)} |")
+    L += ["", "Trusted rows (what a user could run instead: compared with, never ranked or promoted):", "",
+          "| trusted row | status | x baseline (geomean) | x reference | best sol | largest workload: latency ms (baseline ms) |",
+          "|---|---|---|---|---|---|"]
+    for t in trusted:
+        L.append(f"| {_cell(peers.label(t))} | {t.status} | {_f(t.speedup_vs_baseline, '.2f')} | "
+                 f"{_f(t.speedup_vs_reference, '.2f')} | {_best_sol(t)} | {_largest(t)} |")
+    if not any(peers.role(t) == "torch.compile" for t in trusted):
+        L += ["", "torch.compile: not measured in this record."]
+    L.append("")
+    if best is None:
+        line = f"| {r.task} | `{p.name}` | (none passed) | - | - | - |"
+    else:
+        h = heads[best.name]
+        line = (f"| {r.task} | `{p.name}` | {best.name} | {h.text} | {_cell(', '.join(h.peers)) or '-'} | "
+                f"{_f(best.speedup_vs_baseline, '.2f')} |")
+    return L, [line]
 
 
 def summary_markdown(paths: list[Path], command: str) -> str:
@@ -66,24 +140,19 @@ def summary_markdown(paths: list[Path], command: str) -> str:
     hw = sorted({r.environment.get("hardware", r.device) for _, r in records})
     L = [f"# Evaluation records: {', '.join(hw)}", "",
          f"Generated by `{command}` from the records listed below; every number is read from them.",
+         "The headline is x best peer: a candidate against the fastest trusted row of the same run at each workload",
+         "(torch.compile with static shapes, every peer of the task's peers/ that ran, the baseline), weighted geometric",
+         "mean. A record whose only compiled row is the old harness's torch.compile (one dynamic-shape graph for",
+         "every workload, the weakest a user could run) says \"no peer measured\" instead of a figure.",
          "Latencies are medians of the record's timing method; `sol` is the best fraction of the device's calibrated",
-         "speed of light over the solution's workloads (`-`: the record has none).", ""]
+         "speed of light over the solution's workloads (`-`: the record has none).", "",
+         "| task | record | best candidate | x best peer | best peers | x baseline |", "|---|---|---|---|---|---|"]
+    body: list[str] = []
     for p, r in records:
-        e = r.environment
-        method = next((w.timing.get("method") for s in r.solutions for w in s.workloads if w.timing), "not timed")
-        L += [f"## {r.task} (`{p.name}`)", "",
-              f"{e.get('hardware')} ({r.device}), {r.timestamp}, seed {r.seed}, {r.harness_version}, {r.timing_version} "
-              f"({method}); torch {(e.get('libs') or {}).get('torch', '?')}"
-              + ("" if r.calibration else "; no calibration in the record"), "",
-              "| solution | status | gate | x baseline (geomean) | x reference | best sol | largest workload: latency ms (baseline ms) |",
-              "|---|---|---|---|---|---|---|"]
-        for s in r.solutions:
-            L.append(f"| {s.name} | {s.status} | {s.gate or ''} | {_f(s.speedup_vs_baseline, '.2f')} | "
-                     f"{_f(s.speedup_vs_reference, '.2f')} | {_best_sol(s)} | {_largest(s)} |")
-        if not any(s.name == "torch.compile" for s in r.solutions):
-            L.append("")
-            L.append("torch.compile: not measured in this record.")
-        L.append("")
+        section, line = _record(p, r)
+        body += section
+        L += line
+    L += ["", *body]
     if others:
         L += ["Other files there, not evaluation records: " + ", ".join(f"`{p.name}`" for p in others) + ".", ""]
     return "\n".join(L)

@@ -35,9 +35,10 @@ REFERENCE_ROWS = frozenset({"baseline", "torch.compile"})
 
 
 def can_promote(result: dict | object) -> bool:
-    """A record's solution row is promotable only when it is a candidate and the record says so."""
+    """A record's solution row is promotable only when it is a candidate and the record says so (old
+    records marked their baseline and torch.compile rows promotable; newer ones name a trusted row's role)."""
     get = result.get if isinstance(result, dict) else lambda k: getattr(result, k, None)
-    return bool(get("promotable")) and get("name") not in REFERENCE_ROWS
+    return bool(get("promotable")) and get("name") not in REFERENCE_ROWS and (get("role") or "candidate") == "candidate"
 
 
 @dataclass

@@ -82,8 +82,17 @@ class VotesOut(BaseModel):
 
 class RowOut(BaseModel):
     solution: str
+    label: str  # trusted rows with their implementation ("peer:liger (liger-kernel 0.8.5)")
+    role: str  # candidate, or a trusted row's: baseline, torch.compile, peer
     status: str
     gate: str | None
+    # the headline: x the fastest trusted row of the run (weighted geometric mean); None when the record
+    # measured no peer (only the baseline, or the old harness's dynamic torch.compile): ``headline`` says so
+    speedup_vs_best_peer: float | None
+    headline: str
+    best_peers: list[str]  # the trusted rows that were fastest at some workload
+    by_workload: list[dict]  # axes, peer (None: no peer measured there), peer_ms, latency_ms, speedup
+    why: str  # a trusted row that gave no figure: why (SKIPPED: the missing library and its install command)
     speedup_vs_baseline: float | None
     speedup_vs_reference: float | None
     sol: float | None  # best fraction of the device's speed of light over the workloads (calibrated records)
@@ -97,7 +106,9 @@ class RowOut(BaseModel):
 class BoardOut(BaseModel):
     hardware: str
     device: str  # cuda or cpu (cpu-wall timings, never mixed with a GPU's)
-    rows: list[RowOut]
+    rows: list[RowOut]  # the candidates, ranked: x best peer where measured, then x baseline
+    trusted: list[RowOut]  # what they were compared with (baseline, torch.compile, peers): never ranked
+    peers_unavailable: list[str]  # "peer:NAME: why"
 
 
 class TaskOut(BaseModel):
@@ -241,9 +252,12 @@ def tasks(s: Session = Depends(db)):
 
 
 def _task(s: Session, name: str) -> TaskOut:
+    def out(r) -> RowOut:
+        return RowOut(**{k: getattr(r, k) for k in RowOut.model_fields})
+
     return TaskOut(name=name, boards=[
-        BoardOut(hardware=b.hardware, device=b.device, rows=[RowOut(**{k: getattr(r, k) for k in RowOut.model_fields})
-                                                             for r in b.rows])
+        BoardOut(hardware=b.hardware, device=b.device, rows=[out(r) for r in b.rows], trusted=[out(r) for r in b.trusted],
+                 peers_unavailable=b.peers_unavailable)
         for b in leaderboard.boards(s, name)])
 
 

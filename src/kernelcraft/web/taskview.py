@@ -36,6 +36,8 @@ class TaskView:
     readme_html: str
     source: str  # where this view was read from
     notes: list[str] = field(default_factory=list)
+    # the contract's rule to beat the fastest trusted row of the run (torch.compile, the peers); None: not asked
+    promotion_vs_best_peer: float | None = None
 
 
 def _shape(spec) -> str:
@@ -75,7 +77,8 @@ def build(definition: dict, workloads: list[dict] | None, contract_text: str | N
     if workloads is None:
         notes.append("the task folder is not on this server: workloads and contract are not shown")
     return TaskView(d.name, d.op_type, d.description or "", list(d.tags), axes, tensors, list(d.constraints), tols,
-                    contract.promotion.min_speedup_vs_baseline, wls, contract_text, markdown(readme), source, notes)
+                    contract.promotion.min_speedup_vs_baseline, wls, contract_text, markdown(readme), source, notes,
+                    contract.promotion.min_speedup_vs_best_peer)
 
 
 def from_folder(root: Path) -> TaskView | None:
