@@ -495,7 +495,8 @@ def compare_with_peers(res: SolutionResult, earlier: list[SolutionResult], task:
             weights.append(task.contract.weight(w.uuid))
     res.speedup_vs_best_peer = weighted_geomean(speedups, weights)
     res.best_peers = sorted({w.best_peer for w in res.workloads if w.best_peer})
-    res.peers_unavailable = [f"{r.name}: {r.reason}" for r in trusted if r.status == "SKIPPED" and r.role == "peer"]
+    res.peers_unavailable = [r.reason if r.reason.startswith(r.name) else f"{r.name}: {r.reason}"
+                             for r in trusted if r.status == "SKIPPED" and r.role == "peer"]
     need = task.contract.promotion.min_speedup_vs_best_peer
     if need is not None and res.promotable:
         timed = [w for w in res.workloads if w.latency_ms]
