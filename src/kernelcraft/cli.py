@@ -244,7 +244,7 @@ def eval_cmd(
     from kernelcraft.progress import EvalProgress
 
     try:
-        with EvalProgress(console, [sol.name for _, sol, _ in entries], dev) as shown:
+        with EvalProgress(console, [entry[1].name for entry in entries], dev) as shown:
             report = evaluate(task, entries, opts, on_progress=shown.on_progress, on_result=save,
                               on_phase=shown.on_phase)
     except InputError as e:

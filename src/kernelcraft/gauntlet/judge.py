@@ -373,12 +373,6 @@ class Judge:
             return (f"[torch-compute] the candidate called torch ops that compute (or ops of a custom namespace): "
                     f"{ops}. A solution must compute in its own kernels (allocation, views and metadata are "
                     "allowed; contract.toml [integrity] allowed_torch_ops may allow more, by qualified name)")
-        empty = any(v is not None and v.numel() == 0 for v in getattr(self.subject, "out_views", []))
-        if self.language in ("python", "triton") and not self.task.contract.integrity.allowed_torch_ops \
-                and not empty and not any((ev.get("launches") or {}).values()):
-            return ("[no-kernel] the call launched no kernel (no Triton launch, no kernel of a CUDA binding): a "
-                    "`python` solution must compute in a kernel it launches, not on the host or through a "
-                    "library the contract does not name ([integrity] allowed_torch_ops)")
         threads = ev.get("threads")
         if threads and threads[1] > threads[0]:
             return f"[threads] the call left {threads[1] - threads[0]} more Python thread(s) running"
@@ -387,6 +381,20 @@ class Judge:
             return (f"[threads] the call left {native[1] - native[0]} more native thread(s) running "
                     "(work outside the timed stream)")
         return ""
+
+    def _no_kernel(self, called: Called) -> str:
+        """Right outputs and no kernel launched (no Triton launch counted): computed on the host, or
+        cached. Asked after the comparison, so a wrong answer is reported as what it is."""
+        if not self.subject.audited or self.language not in ("python", "triton") \
+                or self.task.contract.integrity.allowed_torch_ops:
+            return ""
+        if any(v is not None and v.numel() == 0 for v in getattr(self.subject, "out_views", [])):
+            return ""  # nothing to compute: an honest kernel may skip its launch
+        if any((called.evidence.get("launches") or {}).values()):
+            return ""
+        return ("[no-kernel] the call launched no kernel (no Triton launch): a `python` or `triton` solution "
+                "must compute in a kernel it launches, not on the host or through a library the contract does "
+                "not name ([integrity] allowed_torch_ops)")
 
     def forbidden_ops(self, ops: dict[str, int]) -> str:
         """The ops outside the allowlist (allocation, views, metadata; the contract's additions, by
@@ -433,6 +441,8 @@ class Judge:
         c = compare(called.outputs, expected, self.d, self.task.contract, axes, self.device, pristine, floor)
         result = {"status": c.status, "gate": "correctness", "reason": c.reason, "max_abs_error": c.max_abs_error,
                   "max_rel_error": c.max_rel_error, "reference_precision": precision}
+        if c.status == "PASSED" and self._no_kernel(called):
+            return {"status": "REJECTED", "gate": "integrity", "reason": self._no_kernel(called)}
         if c.status == "PASSED" and self.subject.audited:
             again = self._repeat(pristine, called.outputs, expected, axes, floor)
             if again:
