@@ -26,7 +26,7 @@ import pytest
 import torch
 from linear_attention_chunked import chunked
 
-from conftest import TASKS, eval_json
+from conftest import ROOT, TASKS, eval_json
 
 PREFILL = ("gdn_prefill", "kda_prefill")
 
@@ -206,13 +206,27 @@ def test_baseline_meets_its_contract(task, tmp_path):
 
 
 @pytest.mark.parametrize("intra_gpu_path", [False, True])
-def test_kda_kernel_paths(intra_gpu_path, monkeypatch):
+def test_kda_kernel_paths(intra_gpu_path):
     """The KDA kernels on 2 heads (the kernels take any head count; the task's is 32), several
     chunks per sequence, an empty sequence, ordinary and ~exp(-49)-per-token decays, against the
     chunked float64 formulation under the task's tolerances. intra_gpu_path runs _intra's GPU code
-    (one column at a time inside a sub-chunk, tl.dot between sub-chunks) on the CPU tensors."""
+    (one column at a time inside a sub-chunk, tl.dot between sub-chunks) on the CPU tensors.
+    In a fresh interpreter: Triton's interpreter must be on when triton is first imported, and an
+    earlier test of this session may have imported it without (the static gate resolves its names)."""
+    import os
+    import subprocess
+    import sys
+
+    code = (f"import sys; sys.path[:0] = [{str(Path(__file__).parent)!r}]; "
+            f"import test_linear_attention as t; t._kda_paths({intra_gpu_path!r})")
+    env = dict(os.environ, TRITON_INTERPRET="1",
+               PYTHONPATH=os.pathsep.join([str(ROOT / "src"), os.environ.get("PYTHONPATH", "")]))
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=600)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+
+
+def _kda_paths(intra_gpu_path: bool) -> None:
     contract = tomllib.loads((TASKS / "kda_prefill" / "contract.toml").read_text())["tolerance"]["output"]
-    monkeypatch.setenv("TRITON_INTERPRET", "1")  # read when @triton.jit decorates, i.e. at load
     sol = _module(TASKS / "kda_prefill" / "solutions" / "triton_chunk.py")
     sol.CONFIG["INTRA_GPU_PATH_ON_CPU"] = intra_gpu_path
     gen = torch.Generator().manual_seed(1)

@@ -76,6 +76,10 @@ def start(sock: socket.socket, device: str, scratch: str, caches: list[str], log
             pid = os.fork()  # the child is pid 1 of the new pid namespace
             if pid == 0:
                 _die_with_parent()  # this process gone, pid 1 goes, and with it the whole namespace
+                # A session of its own inside the namespace: a signal to "my process group" (kill(0, ...))
+                # would otherwise reach the parent outside it, which shares the group (seen: a candidate's
+                # kill(getppid()) is kill(0) in a namespace's pid 1, and it killed the parent).
+                os.setsid()
             if pid:
                 sock.close()
                 _, status = os.waitpid(pid, 0)
