@@ -29,20 +29,11 @@ class Check:
 
 
 def normalize_outputs(result: Any, definition: Definition) -> list[Any]:
-    """FlashInfer-Trace's value-returning forms -> a list in the definition's output order."""
-    names = list(definition.outputs)
-    if isinstance(result, dict):
-        missing = [n for n in names if n not in result]
-        if missing:
-            raise TypeError(f"returned dict lacks outputs {missing} (has {sorted(result)})")
-        return [result[n] for n in names]
-    if isinstance(result, tuple | list):
-        if len(result) != len(names):
-            raise TypeError(f"returned {len(result)} values; the definition has {len(names)} outputs {names}")
-        return list(result)
-    if len(names) != 1:
-        raise TypeError(f"returned one value; the definition has {len(names)} outputs {names}")
-    return [result]
+    """FlashInfer-Trace's value-returning forms -> a list in the definition's output order (the
+    runner's own rule, :func:`kernelcraft.runner.main.normalize`, so both sides read a result alike)."""
+    from kernelcraft.runner.main import normalize
+
+    return normalize(result, list(definition.outputs))
 
 
 def fmt_index(flat: int, shape: tuple[int, ...]) -> str:

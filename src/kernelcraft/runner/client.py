@@ -159,7 +159,7 @@ class RunnerClient:
             time.sleep(0.01)
         if self.popen is not None:
             code = self.popen.returncode
-            return "did not exit" if code is None else _describe(code)
+            return describe_exit(code)
         return _exit_of(self.pid)
 
     def log_tail(self, n: int = 2500) -> str:
@@ -248,7 +248,10 @@ class RunnerClient:
 _reaped: dict[int, int] = {}  # pid -> exit code, for a runner whose status alive() already collected
 
 
-def _describe(code: int) -> str:
+def describe_exit(code: int | None) -> str:
+    """How a process ended, from its exit code (negative: the signal that killed it)."""
+    if code is None:
+        return "did not exit"
     if code < 0:
         try:
             return f"was killed by signal {signal.Signals(-code).name}"
@@ -259,7 +262,7 @@ def _describe(code: int) -> str:
 
 def _exit_of(pid: int) -> str:
     if pid in _reaped:
-        return _describe(_reaped[pid])
+        return describe_exit(_reaped[pid])
     try:
         got, status = os.waitpid(pid, os.WNOHANG)
     except ChildProcessError:
@@ -267,7 +270,7 @@ def _exit_of(pid: int) -> str:
     if got == 0:
         return "stopped answering"
     _reaped[pid] = os.waitstatus_to_exitcode(status)
-    return _describe(_reaped[pid])
+    return describe_exit(_reaped[pid])
 
 
 _LIVE: set[int] = set()  # pids of this judge's runners still in use (a confirmation runs beside the main one)

@@ -33,13 +33,13 @@ from __future__ import annotations
 import json
 import math
 import os
-import signal
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from kernelcraft.runner.client import describe_exit
 from kernelcraft.worker import template
 from kernelcraft.worker.child import Job, warm_main
 
@@ -253,17 +253,6 @@ def _log_tail(path: str, n: int = 2500) -> str:
     return text[-n:].strip()
 
 
-def _describe_exit(code: int | None) -> str:
-    if code is None:
-        return "did not exit"
-    if code < 0:
-        try:
-            return f"was killed by signal {signal.Signals(-code).name}"
-        except ValueError:
-            return f"was killed by signal {-code}"
-    return f"exited with code {code}"
-
-
 def _out_of_protocol(msg: tuple, phase: tuple[str, str | None], answered: set) -> str:
     """Every result answers the phase the worker announced last, once. Anything else was not sent
     by the harness's own loop (candidate code writing to the pipe)."""
@@ -365,7 +354,7 @@ def run_job(job: Job, build_timeout_s: float, workload_timeout_s: float, spare_n
                 proc.join(timeout=10)
                 out.died_status, out.died_phase = "RUNTIME_ERROR", phase
                 where = f" on workload {phase[1]}" if phase[1] else ""
-                out.died = f"the worker process {_describe_exit(proc.exitcode)} during {phase[0]}{where}"
+                out.died = f"the worker process {describe_exit(proc.exitcode)} during {phase[0]}{where}"
                 tail = _log_tail(job.log_path)
                 if tail:
                     out.died += f"; its output ended with:\n{tail}"
