@@ -5,6 +5,9 @@ overrides; ``low``/``high`` may be expressions over axis names, e.g. ``high = "v
 other signed ints randint[-1024, 1024); uint8 randint[0, 256); bool randint[0, 2). A random input
 with ``shape: null`` is a Python scalar drawn the same way.
 
+``[inputs] generator`` in contract.toml (a function of the task folder, :mod:`kernelcraft.task.generated`)
+replaces all of this: the request's own in-domain inputs.
+
 Every workload gets its own generator seeded from (run seed, workload uuid), so one workload can be
 replayed alone with the same ``--seed`` and its inputs do not depend on which others ran.
 """
@@ -58,6 +61,12 @@ def _draw(shape: tuple[int, ...], dtype: torch.dtype, dist: InputDistribution, g
 
 def make_inputs(task: Task, workload: Workload, seed: int, device: str) -> list[Any]:
     """The positional arguments of ``run`` for this workload, in the definition's input order."""
+    # -- hook (issue 22): a request's own generator replaces the distributions below entirely
+    if task.contract.input_generator.generator is not None:
+        from kernelcraft.task.generated import generated_inputs
+
+        return generated_inputs(task, workload, seed, device)
+    # -- end of hook
     d = task.definition
     axes = d.axis_values(workload.axes)
     gen = torch.Generator(device=device)

@@ -400,6 +400,16 @@ def _run(conn, job: Job, runner) -> None:
             send(conn, "workload", "generalization", h.uuid, result)
             if result["status"] != "PASSED":
                 return
+        if isinstance(subject, RemoteSubject) and task.contract.validate_ is not None:
+            current = ("validation", "")
+            send(conn, "phase", "validation", None, cpu_seconds())
+            if not slot.share():
+                return
+            checked = _validate(subject, task, solution)
+            slot.leave()
+            send(conn, "meta", {"validation": checked})
+            if checked["status"] not in ("PASSED", "SKIPPED"):
+                return
         if not job.time_it:
             return
         if not slot.alone():
@@ -510,6 +520,35 @@ class _Confirmer:
         if not out.get("confirmed") and "status" not in out:
             out["ncu_tail"] = "\n".join(text.splitlines()[-8:])[-1500:]
         return out
+
+
+def _validate(subject, task, solution) -> dict:
+    """The request's own verifier (``[validate]``), run by the candidate's runner inside its sandbox
+    (:mod:`kernelcraft.gauntlet.validate`): the judge prepares the folder, reads the runner's report."""
+    from kernelcraft.gauntlet import validate
+    from kernelcraft.gauntlet.judge import Refused
+    from kernelcraft.runner import protocol
+
+    spec = task.contract.validate_
+    why = validate.supported(solution)
+    if why:
+        return {"status": "SKIPPED", "reason": why, "command": spec.command}
+    try:
+        argv, root = validate.prepare(task, solution, subject.client.scratch)
+    except (validate.CannotValidate, OSError) as e:
+        return {"status": "RUNTIME_ERROR", "command": spec.command,
+                "reason": f"[request-validation] the folder for the command could not be prepared: {e}"}
+    try:
+        r = subject._ask("validate", protocol.ValidateReply, timeout=min(spec.timeout_s + 60, subject.timeout_s),
+                         argv=argv, cwd=str(root), timeout_s=spec.timeout_s)
+    except Refused as e:
+        return {"status": e.status, "command": spec.command, "reason": f"[request-validation] {e.reason}"}
+    finally:
+        # the task's copy (contract, verifier) stays out of the candidate's reach for the timings
+        import shutil
+
+        shutil.rmtree(root, ignore_errors=True)
+    return validate.verdict(spec.command, r.exit_code, r.timed_out, r.output_tail, spec.timeout_s, r.started, r.error)
 
 
 def _build_reply():
