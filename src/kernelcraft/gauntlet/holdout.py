@@ -12,6 +12,7 @@ from __future__ import annotations
 import random
 
 from kernelcraft.task.definition import AxisVar
+from kernelcraft.task.derived import derive_axes
 from kernelcraft.task.loader import Task
 from kernelcraft.task.workload import Workload
 
@@ -53,6 +54,7 @@ def holdout_workloads(task: Task, seed: int, max_bytes: int) -> list[Workload]:
             for v in {1, 3, 7, 17, 129, 1025, m + 1, 2 * m + 1, max(1, m - 1)}:
                 axes = dict(base.axes)
                 axes[axis] = v
+                axes = derive_axes(task.definition, axes, axis)  # nf == nx // 2 + 1 follows nx
                 key = tuple(sorted(axes.items()))
                 if key in seen or key in candidates or not _valid(task, axes) or task.io_bytes(axes) > max_bytes:
                     continue
