@@ -439,8 +439,29 @@ class Judge:
             merged = result if merged is None else _merge(merged, result)
         return merged
 
+    def _reference_shapes(self, expected: list[Any], axes: dict[str, int]) -> str:
+        """Why the reference's outputs are not what the definition says at these axes ("" when they
+        are): a shape the task itself cannot produce (an FFT c2r request's odd nx, where its
+        reference returns 2 * (nf - 1) columns) must not be held against a candidate."""
+        for (name, spec), out in zip(self.d.outputs.items(), expected, strict=False):
+            want = self.d.shape(spec, axes)
+            if want is not None and isinstance(out, torch.Tensor) and tuple(out.shape) != want:
+                return (f"[reference-shape] the task's reference returns output {name!r} of shape {tuple(out.shape)} "
+                        f"where the definition says {want} at {self.d.axis_values(axes)} (not the candidate's fault)")
+        return ""
+
     def _check_inputs(self, axes: dict[str, int], inputs: list[Any]) -> dict:
         pristine = _clone(inputs)
+        # The reference first: what it cannot do at these axes is the task's failure, whatever the candidate does.
+        try:
+            expected, precision = self.reference_outputs(pristine)
+            self.sync()
+        except Exception as e:  # noqa: BLE001
+            return {"status": "RUNTIME_ERROR", "gate": "reference",
+                    "reason": f"the task's reference failed (not the candidate's fault): {candidate_traceback(e)}"}
+        bad = self._reference_shapes(expected, axes)
+        if bad:
+            return {"status": "RUNTIME_ERROR", "gate": "reference", "reason": bad, "reference_shape": True}
         self.subject.place(inputs, axes)
         called = self.subject.call()
         if called.error:
@@ -452,12 +473,6 @@ class Judge:
             return {"status": "REJECTED", "gate": "integrity", "reason": cheat}
         if called.wrong is not None:
             return {"status": called.wrong.status, "gate": "correctness", "reason": called.wrong.reason}
-        try:
-            expected, precision = self.reference_outputs(pristine)
-            self.sync()
-        except Exception as e:  # noqa: BLE001
-            return {"status": "RUNTIME_ERROR", "gate": "reference",
-                    "reason": f"the task's reference failed (not the candidate's fault): {candidate_traceback(e)}"}
         c = self._compare(called.outputs, expected, axes, pristine)
         result = {"status": c.status, "gate": "correctness", "reason": c.reason, "max_abs_error": c.max_abs_error,
                   "max_rel_error": c.max_rel_error, "reference_precision": precision}

@@ -395,10 +395,14 @@ def _run(conn, job: Job, runner) -> None:
             send(conn, "phase", "generalization", h.uuid, cpu_seconds())
             result = judge.check(h, salt=0x401D)
             slot.leave()
+            if result.pop("reference_shape", False):
+                # a shape the task cannot produce (its definition allows more than its reference does):
+                # no holdout at all, rather than a verdict against the candidate
+                result = {"status": "SKIPPED", "gate": "generalization", "reason": result["reason"]}
             if result["gate"] == "correctness":
                 result["gate"] = "generalization"
             send(conn, "workload", "generalization", h.uuid, result)
-            if result["status"] != "PASSED":
+            if result["status"] not in ("PASSED", "SKIPPED"):
                 return
         if isinstance(subject, RemoteSubject) and task.contract.validate_ is not None:
             current = ("validation", "")
