@@ -10,7 +10,8 @@
 #
 # Usage (device machine, repo root): bash scripts/h200_requests.sh REQUESTS_DIR
 #   REQUESTS_DIR holds the request folders as fetched (never committed): example, conless-leapquant-*,
-#   jasvixban-fft3d-* (carry it, e.g. as .requests/, an ignored path).
+#   jasvixban-fft3d-* (carry them: e.g. copy them to .kernelcraft/requests/, an ignored path, and run
+#   `bash scripts/h200_requests.sh .kernelcraft/requests` with carry [".kernelcraft/requests"]).
 # DEVICE=cpu runs the same here (Triton interpreter; no [validate]: the benchmarks need CUDA; the
 # LeapQuant requests without timing). Limits: EVAL_S per request (default 75 s), TOTAL_S in all
 # (default 345 s, under 6 minutes); a request that cannot start with 30 s left is named at the end.
