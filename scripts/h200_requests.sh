@@ -12,8 +12,9 @@
 #   REQUESTS_DIR holds the request folders as fetched (never committed): example, conless-leapquant-*,
 #   jasvixban-fft3d-* (carry them: e.g. copy them to .kernelcraft/requests/, an ignored path, and run
 #   `bash scripts/h200_requests.sh .kernelcraft/requests` with carry [".kernelcraft/requests"]).
-# DEVICE=cpu runs the same here (Triton interpreter; no [validate]: the benchmarks need CUDA; the
-# LeapQuant requests without timing). Limits: EVAL_S per request (default 75 s), TOTAL_S in all
+# DEVICE=cpu runs the same here: the Triton interpreter, checks only (--no-timing: interpreted timings
+# take minutes and mean nothing), workloads up to 32 MB, no [validate] (the benchmarks need CUDA).
+# ONLY="folder ..." runs those alone. Limits: EVAL_S per request (default 75 s), TOTAL_S in all
 # (default 345 s, under 6 minutes); a request that cannot start with 30 s left is named at the end.
 set -u
 export PYTHONUNBUFFERED=1
@@ -49,6 +50,7 @@ declare -A CAND=(
 )
 ORDER=(conless-leapquant-gdn-step conless-leapquant-kda-step conless-leapquant-gdn-flush conless-leapquant-kda-flush
        example jasvixban-fft3d-r2c jasvixban-fft3d-c2r jasvixban-fft3d-r2c-f64 jasvixban-fft3d-c2r-f64)
+[ -n "${ONLY:-}" ] && read -r -a ORDER <<< "$ONLY"
 
 work=$(mktemp -d /tmp/kc_requests.XXXXXX)
 skipped=()
@@ -61,15 +63,15 @@ for f in "${ORDER[@]}"; do
   cp -r "$REQ/$f" "$work/$f"
   cp "scripts/requests/$f.toml" "$work/$f/contract.toml"
   extra=(--budget-ms "${BUDGET_MS:-30}" --no-calibrate)
-  if [ -f "$work/$f/benchmark.py" ]; then
-    if [ "$DEVICE" = cuda ]; then
+  if [ "$DEVICE" = cuda ]; then
+    extra+=(--no-peers)
+    if [ -f "$work/$f/benchmark.py" ]; then
       cp scripts/requests/kc_validate_on_this_gpu.py "$work/$f/"
       cat scripts/requests/validate.toml >> "$work/$f/contract.toml"
-    else
-      extra+=(--no-timing)
     fi
+  else
+    extra+=(--no-timing --cpu-max-mb 32)
   fi
-  [ "$DEVICE" = cuda ] && extra+=(--no-peers)
   echo "=== $f (limit ${limit} s, $(( $(date +%s) - start )) s elapsed): ${CAND[$f]}"
   timeout "$limit" python3 -m kernelcraft eval "$work/$f" "${CAND[$f]}" --with-baseline --device "$DEVICE" \
     "${extra[@]}" --json "$RES/$f.json" > "$RES/$f.log" 2>&1

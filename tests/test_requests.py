@@ -88,6 +88,8 @@ def test_each_failure_needs_its_contract_line(tmp_path):
         "sloppy_tiny_heads": "PASSED", "drops_tiny_scale": "PASSED", "noncontiguous": "PASSED"}, \
         {n: s["reason"] for n, s in rep.items()}
     assert all(s["validation"] is None for s in rep.values())
+    # not timed, and still said: no baseline ran beside them
+    assert all("kc_fixture_ring_kernels" in s["baseline_unavailable"] for s in rep.values())
 
 
 def test_out_of_domain_inputs_without_the_generator(tmp_path):
@@ -267,3 +269,13 @@ def test_c2r_holdouts_the_reference_cannot_produce_are_skipped(tmp_path):
     even = [h for h in s["holdouts"] if h["axes"]["nx"] % 2 == 0]
     assert odd and all(h["status"] == "SKIPPED" and "[reference-shape]" in h["reason"] for h in odd), odd
     assert even and all(h["status"] == "PASSED" for h in even), even
+
+
+def test_baseline_install_hint_names_the_distribution(tmp_path):
+    """A KDA example baseline imports flashinfer, whose pip distribution is flashinfer-python."""
+    from kernelcraft.worker.child import _load_baseline
+
+    f = tmp_path / "baseline.py"
+    f.write_text("from flashinfer.norm import rmsnorm\n\n\ndef run(input, weight, eps):\n    return rmsnorm(input, weight, eps=eps)\n")
+    fn, why = _load_baseline(f)
+    assert fn is None and "'flashinfer'" in why and "pip install flashinfer-python" in why

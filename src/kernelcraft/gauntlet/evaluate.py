@@ -248,6 +248,8 @@ class Prepared:
             _confirmation(self.res, meta["confirmation"], task)
         if isinstance(meta.get("validation"), dict):
             _validation(self.res, meta["validation"])
+        if isinstance(meta.get("baseline_unavailable"), str) and not self.res.baseline_unavailable:
+            self.res.baseline_unavailable = _no_baseline(meta["baseline_unavailable"])
         self.res.phases_s = {k: round(v, 3) for k, v in done.outcome.phases_s.items()}
         self.res.phases_cpu_s = {k: round(v, 3) for k, v in done.outcome.phases_cpu_s.items()}
         self.res.worker_cpu_s = None if done.outcome.cpu_s is None else round(done.outcome.cpu_s, 3)
@@ -370,10 +372,7 @@ def _apply(res: SolutionResult, by_uuid: dict[str, WorkloadResult], out: JobOutc
                 if fields.get(k) is not None:
                     setattr(w, k, fields[k])
             if fields.get("baseline_unavailable") and not res.baseline_unavailable:
-                res.baseline_unavailable = (
-                    f"{fields['baseline_unavailable']}. No baseline ran: speedup_vs_baseline is None; this "
-                    "candidate's speedups are relative to the reference (speedup_vs_reference) and to the "
-                    "peers and torch.compile rows of the run (speedup_vs_best_peer)")
+                res.baseline_unavailable = _no_baseline(fields["baseline_unavailable"])
             skipped_holdout = fields["status"] == "SKIPPED" and uuid.startswith("holdout-")  # [reference-shape]
             if fields["status"] != "PASSED" and failed is None and not skipped_holdout:
                 failed = (fields["status"], fields["gate"], uuid, fields.get("reason", ""))
@@ -424,6 +423,12 @@ def _apply(res: SolutionResult, by_uuid: dict[str, WorkloadResult], out: JobOutc
         not skipped and res.speedup_vs_baseline is not None
         and res.speedup_vs_baseline >= task.contract.promotion.min_speedup_vs_baseline
     )
+
+
+def _no_baseline(why: str) -> str:
+    return (f"{why[:1500]}. No baseline ran: speedup_vs_baseline is None; this candidate's speedups are relative "
+            "to the reference (speedup_vs_reference) and to the peers and torch.compile rows of the run "
+            "(speedup_vs_best_peer)")
 
 
 def _validation(res: SolutionResult, v: dict) -> None:

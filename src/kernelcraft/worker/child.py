@@ -243,14 +243,21 @@ def _import_file(path: Path, module_name: str):
     return module
 
 
+# Import names whose pip distribution is named otherwise (the libraries KDA requests' baselines import).
+_DISTRIBUTIONS = {"flashinfer": "flashinfer-python", "cutlass": "nvidia-cutlass-dsl", "fla": "flash-linear-attention",
+                  "flash_attn": "flash-attn", "cuda": "cuda-python", "cupy": "cupy-cuda12x"}
+
+
 def _load_baseline(path: Path):
     """The task's baseline, or why it cannot run here (a library this machine lacks: a KDA request's
     baseline may import flashinfer or tilelang for a B200). Trusted code, imported only by the judge."""
     try:
         return _import_file(path, "kc_baseline").run, ""
     except ModuleNotFoundError as e:
+        top = (e.name or "").split(".")[0]
+        dist = _DISTRIBUTIONS.get(top, top)
         return None, (f"baseline.py imports {e.name!r}, which this machine lacks ({e}); "
-                      f"install it (pip install {e.name}) or run where it exists")
+                      f"install it (pip install {dist}) or run where it exists")
     except BaseException as e:  # noqa: BLE001 - any failure of the task's own code is named, not a crash
         from kernelcraft.solution._traceback import candidate_traceback
 
@@ -309,6 +316,8 @@ def _run(conn, job: Job, runner) -> None:
     if job.role == "baseline" and baseline is None:
         send(conn, "build", "SKIPPED", "[baseline-unavailable] " + baseline_missing)
         return
+    if job.role == "candidate" and baseline is None:
+        send(conn, "meta", {"baseline_unavailable": baseline_missing})  # said in the record, timed or not
     if job.role == "candidate":
         if solution.spec.language == "triton":
             # Import triton here, as the harness: if it cannot start (a missing numpy for the CPU
