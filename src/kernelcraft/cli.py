@@ -60,10 +60,11 @@ def task_check(task_dir: Annotated[Path, typer.Argument(help="the task folder")]
                   f"{'contract.toml' if (task.root / 'contract.toml').exists() else 'defaults (no contract.toml)'}")
     console.print(f"  solutions: {', '.join(s.name for s in solutions) or 'none'}")
     from kernelcraft.task.degenerate import degenerate_warnings
+    from kernelcraft.task.request import request_warnings
     from kernelcraft.task.runcheck import run_checks
 
     problems, ran = run_checks(task)
-    for w in task.warnings + ran + ([] if problems else degenerate_warnings(task)):
+    for w in task.warnings + ran + ([] if problems else degenerate_warnings(task)) + request_warnings(task):
         console.print(f"  [yellow]warning[/]: {escape(w)}", highlight=False)
     if problems:
         _fail_input(InputError(problems))

@@ -16,6 +16,8 @@ an output no table names is judged by ``tolerance``. Every checker sees the cand
 - ``balanced_kmeans``: validity (indices in range, no cluster above ceil(n/k)), quality (the
   assignment's objective within ``objective_rtol`` of the reference assignment's), and centroids
   equal to the mean of the points the candidate's own assignment gives them.
+- ``python``: a request's own verifier (``benchmark.py::judge``), trusted task code called here with
+  the outputs, the reference's outputs and/or the inputs, returning ``(ok, worst_ratio)``.
 
 Repeatability: the determinism gate compares each checker's :meth:`Checker.canonical` form of two
 calls bit for bit. For ``topk`` that is each row's (index, value) pairs ordered by index, so two calls
@@ -38,6 +40,7 @@ from kernelcraft.task.contract import (
     ArgminCheck,
     BalancedKMeansCheck,
     Contract,
+    PythonCheck,
     ToleranceCheck,
     TopKCheck,
 )
@@ -59,6 +62,7 @@ class Context:
     # per output, an absolute error no honest kernel can be held under on these inputs (stress
     # inputs: kernelcraft.gauntlet.stress); raises that output's atol
     atol_floor: dict[str, float] = dataclasses.field(default_factory=dict)
+    task_root: Path | None = None  # where a python checker's functions live
 
     def tolerance(self, output: str):
         tol = self.contract.tolerance.for_output(output, self.definition.outputs[output].dtype)
@@ -86,8 +90,8 @@ class Checker:
 
     kind = ""
 
-    def __init__(self, spec: Any):
-        self.spec = spec
+    def __init__(self, spec: Any, definition: Definition | None = None):
+        self.spec, self.definition = spec, definition
 
     @property
     def outputs(self) -> tuple[str, ...]:
@@ -374,12 +378,81 @@ class BalancedKMeans(Checker):
                 f"atol={tol.atol:g} / rtol={tol.rtol:g} (an empty cluster keeps its centroid); not bit equality"]
 
 
-REGISTRY: dict[str, type[Checker]] = {c.kind: c for c in (Tolerance, Exact, TopK, Argmin, BalancedKMeans)}
+class PythonJudge(Checker):
+    """A request's own verifier (KDA's ``benchmark.py::judge``): ``fn(*args) -> (ok, worst_ratio)``.
+    Trusted task code in the judge process; it sees every output of the definition, in order."""
+
+    kind = "python"
+    spec: PythonCheck
+
+    @property
+    def outputs(self) -> tuple[str, ...]:
+        if self.spec.outputs:
+            return tuple(self.spec.outputs)
+        return tuple(self.definition.outputs) if self.definition is not None else ()
+
+    def _args(self, ctx: Context) -> list[Any]:
+        from kernelcraft.task.taskcode import load_function, split
+
+        root = ctx.task_root
+        names = list(ctx.definition.outputs)
+        lists = {"outputs": [ctx.got[n] for n in names], "reference": [ctx.expected[n] for n in names],
+                 "inputs": [ctx.inputs[n] for n in ctx.definition.inputs if n in ctx.inputs]}
+        if len(lists["inputs"]) != len(ctx.definition.inputs) and any("inputs" in a for a in self.spec.args):
+            raise ValueError("the request's judge needs the inputs, which the caller did not pass")
+        file, _ = split(self.spec.function)
+        out = []
+        for a in self.spec.args:
+            if a in lists:
+                out.append(lists[a])
+            else:  # NAME(x): a function of the same file applied to x (benchmark.py::exact_state(inputs))
+                fn, x = a[:-1].split("(")
+                out.append(load_function(root, f"{file}::{fn}")(lists[x]))
+        return out
+
+    def check(self, ctx: Context) -> Check:
+        from kernelcraft.solution._traceback import candidate_traceback
+        from kernelcraft.task.taskcode import load_function
+
+        s = self.spec
+        try:
+            result = load_function(ctx.task_root, s.function)(*self._args(ctx))
+        except Exception as e:  # noqa: BLE001 - the task's code failing is not the candidate's verdict
+            return Check("RUNTIME_ERROR", f"[request-judge] {s.function} raised (the task's judge, not the candidate): "
+                         f"{candidate_traceback(e)[-1500:]}")
+        try:
+            ok, ratio = result
+            ok, ratio = bool(ok), float(ratio)
+        except (TypeError, ValueError):
+            return Check("RUNTIME_ERROR", f"[request-judge] {s.function} returned {str(result)[:200]!r}; "
+                         "contract.toml [[check]] kind = \"python\" needs (ok, worst_ratio)")
+        finite = ratio == ratio and abs(ratio) != float("inf")
+        if ok:
+            return Check("PASSED", "", judge_ratio=ratio if finite else None)
+        return Check("INCORRECT_NUMERICAL", f"[request-judge] {s.function} rejected the outputs: worst error / "
+                     f"tolerance {ratio:.4g}" + (" (> 1)" if ratio > 1 else " (ok = False: non-finite or "
+                                                "out-of-range values, or a rule beyond the ratio)"),
+                     judge_ratio=ratio if finite else None)
+
+    def describe(self, definition: Definition, contract: Contract) -> list[str]:
+        s = self.spec
+        names = ", ".join(self.outputs)
+        precision = "the inputs' own precision" if s.reference == "native" else "float64"
+        return [f"{names}: the request's own judge {s.function}({', '.join(s.args)}) must return ok "
+                f"(reference in {precision}); its worst error / tolerance is recorded"]
+
+
+REGISTRY: dict[str, type[Checker]] = {c.kind: c for c in (Tolerance, Exact, TopK, Argmin, BalancedKMeans, PythonJudge)}
+
+
+def wants_native_reference(contract: Contract) -> bool:
+    """A request's judge is written against its reference run as its benchmark runs it."""
+    return any(isinstance(s, PythonCheck) and s.reference == "native" for s in contract.check)
 
 
 def checkers_for(definition: Definition, contract: Contract) -> list[Checker]:
     """The contract's checkers in order, then ``tolerance`` for every output none of them names."""
-    out = [REGISTRY[spec.kind](spec) for spec in contract.check]
+    out = [REGISTRY[spec.kind](spec, definition) for spec in contract.check]
     claimed = {o for c in out for o in c.outputs}
     rest = [n for n in definition.outputs if n not in claimed]
     if rest:

@@ -11,6 +11,7 @@ output, how many elements failed, the worst index, its value and the reference's
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -26,6 +27,7 @@ class Check:
     reason: str = ""
     max_abs_error: float = 0.0
     max_rel_error: float = 0.0
+    judge_ratio: float | None = None  # a request's own judge (kind = "python"): its worst error / tolerance
 
 
 def normalize_outputs(result: Any, definition: Definition) -> list[Any]:
@@ -63,12 +65,13 @@ def _validate(name: str, got: Any, want_shape: tuple[int, ...] | None, dtype: st
 
 def compare(outputs: list[Any], expected: list[Any], definition: Definition, contract: Contract,
             axes: dict[str, int], device: str, inputs: list[Any] | None = None,
-            atol_floor: dict[str, float] | None = None) -> Check:
+            atol_floor: dict[str, float] | None = None, task_root: Path | None = None) -> Check:
     """Judge a candidate's outputs: shape, dtype and device exactly, then each output group by the
     contract's checker (:mod:`kernelcraft.gauntlet.checkers`; ``tolerance`` by default). ``inputs``
     (the pristine inputs, in the definition's order) are what set-valued and objective checkers read.
     ``atol_floor`` (output name -> absolute error) raises an output's atol to at least that much
-    (stress inputs: :func:`kernelcraft.gauntlet.stress.atol_floor`)."""
+    (stress inputs: :func:`kernelcraft.gauntlet.stress.atol_floor`); ``task_root`` is where a
+    ``python`` checker's functions live."""
     from kernelcraft.gauntlet.checkers import Context, checkers_for
 
     got: dict[str, Any] = {}
@@ -81,16 +84,19 @@ def compare(outputs: list[Any], expected: list[Any], definition: Definition, con
             g = g.item()
         got[name], ref[name] = g, r
     ctx = Context(definition, contract, axes, device, dict(zip(definition.inputs, inputs or [], strict=False)), got, ref,
-                  dict(atol_floor or {}))
+                  atol_floor=dict(atol_floor or {}), task_root=task_root)
     worst_abs = worst_rel = 0.0
+    ratio: float | None = None
     for checker in checkers_for(definition, contract):
         check = checker.check(ctx)
         worst_abs = max(worst_abs, check.max_abs_error)
         worst_rel = max(worst_rel, check.max_rel_error)
+        if check.judge_ratio is not None:
+            ratio = check.judge_ratio if ratio is None else max(ratio, check.judge_ratio)
         if check.status != "PASSED":
-            check.max_abs_error, check.max_rel_error = worst_abs, worst_rel
+            check.max_abs_error, check.max_rel_error, check.judge_ratio = worst_abs, worst_rel, ratio
             return check
-    return Check("PASSED", "", worst_abs, worst_rel)
+    return Check("PASSED", "", worst_abs, worst_rel, ratio)
 
 
 def canonical_outputs(outputs: list[Any], definition: Definition, contract: Contract) -> list[Any]:

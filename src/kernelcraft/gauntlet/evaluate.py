@@ -277,6 +277,10 @@ class Prepared:
             self.res.implementation = meta["implementation"]
         if isinstance(meta.get("confirmation"), dict):
             _confirmation(self.res, meta["confirmation"], task)
+        if isinstance(meta.get("validation"), dict):
+            _validation(self.res, meta["validation"])
+        if isinstance(meta.get("baseline_unavailable"), str) and not self.res.baseline_unavailable:
+            self.res.baseline_unavailable = _no_baseline(meta["baseline_unavailable"])
         self.res.phases_s = {k: round(v, 3) for k, v in done.outcome.phases_s.items()}
         self.res.phases_cpu_s = {k: round(v, 3) for k, v in done.outcome.phases_cpu_s.items()}
         self.res.worker_cpu_s = None if done.outcome.cpu_s is None else round(done.outcome.cpu_s, 3)
@@ -402,10 +406,14 @@ def _apply(res: SolutionResult, by_uuid: dict[str, WorkloadResult], out: JobOutc
             if not fields:
                 continue
             w.status, w.reason = fields["status"], fields.get("reason", "")
-            for k in ("max_abs_error", "max_rel_error", "latency_ms", "baseline_latency_ms", "reference_latency_ms", "timing"):
+            for k in ("max_abs_error", "max_rel_error", "latency_ms", "baseline_latency_ms", "reference_latency_ms", "timing",
+                      "request_judge_ratio"):
                 if fields.get(k) is not None:
                     setattr(w, k, fields[k])
-            if fields["status"] != "PASSED" and failed is None:
+            if fields.get("baseline_unavailable") and not res.baseline_unavailable:
+                res.baseline_unavailable = _no_baseline(fields["baseline_unavailable"])
+            skipped_holdout = fields["status"] == "SKIPPED" and uuid.startswith("holdout-")  # [reference-shape]
+            if fields["status"] != "PASSED" and failed is None and not skipped_holdout:
                 failed = (fields["status"], fields["gate"], uuid, fields.get("reason", ""))
         if w.latency_ms and w.status == "PASSED" and cal is not None:
             impossible = _speed_of_light(w, task, cal)
@@ -446,7 +454,7 @@ def _apply(res: SolutionResult, by_uuid: dict[str, WorkloadResult], out: JobOutc
     res.speedup_vs_baseline = weighted_geomean([w.speedup_vs_baseline for w in ran], weights)
     res.speedup_vs_reference = weighted_geomean([w.speedup_vs_reference for w in ran], weights)
     skipped = [w for w in res.workloads if w.status == "SKIPPED"]
-    unchecked = [h for h in res.holdouts if h.status != "PASSED"]
+    unchecked = [h for h in res.holdouts if h.status != "PASSED" and not (h.status == "SKIPPED" and h.reason != "not run")]
     if unchecked:  # the worker ended without judging them: not a pass
         _stop(res, "RUNTIME_ERROR", "generalization", f"holdout {unchecked[0].uuid} was not evaluated",
               "not run")
@@ -457,6 +465,25 @@ def _apply(res: SolutionResult, by_uuid: dict[str, WorkloadResult], out: JobOutc
         role == "candidate" and not skipped and res.speedup_vs_baseline is not None
         and res.speedup_vs_baseline >= task.contract.promotion.min_speedup_vs_baseline
     )
+
+
+def _no_baseline(why: str) -> str:
+    return (f"{why[:1500]}. No baseline ran: speedup_vs_baseline is None; this candidate's speedups are relative "
+            "to the reference (speedup_vs_reference) and to the peers and torch.compile rows of the run "
+            "(speedup_vs_best_peer)")
+
+
+def _validation(res: SolutionResult, v: dict) -> None:
+    """The request's own verifier (``[validate]``, :mod:`kernelcraft.gauntlet.validate`): it can only
+    reject; its command, exit code and output's tail are kept either way."""
+    keep = ("status", "reason", "command", "exit_code", "output_tail")
+    res.validation = {k: v[k] for k in keep if k in v}
+    status = v.get("status")
+    if status not in ("PASSED", "SKIPPED") and res.status == "PASSED":
+        res.status, res.gate, res.reason, res.promotable = str(status), "validation", str(v.get("reason", "")), False
+        for w in res.workloads:
+            if w.status == "PASSED" and w.latency_ms is None:
+                w.reason = "checked; not timed: the request's own verifier rejected the candidate"
 
 
 def _confirmation(res: SolutionResult, c: dict, task: Task) -> None:

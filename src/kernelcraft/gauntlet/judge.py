@@ -26,6 +26,7 @@ from typing import Any
 
 import torch
 
+from kernelcraft.gauntlet.checkers import wants_native_reference
 from kernelcraft.gauntlet.compare import Check, canonical_outputs, compare, normalize_outputs
 from kernelcraft.gauntlet.integrity import bitwise_equal
 from kernelcraft.gauntlet.stress import atol_floor
@@ -36,6 +37,7 @@ from kernelcraft.runner.client import ProtocolError, RunnerClient, RunnerDied
 from kernelcraft.runner.shared import Slot, dtype_name, layout, new_arena
 from kernelcraft.solution._traceback import candidate_traceback
 from kernelcraft.task.dtypes import torch_dtype
+from kernelcraft.task.generated import input_sets
 from kernelcraft.task.inputs import STRESS_PREFIX, make_inputs
 from kernelcraft.task.loader import Task
 from kernelcraft.task.workload import Workload
@@ -72,6 +74,16 @@ def _clone(args: list[Any]) -> list[Any]:
 
 def _upcast(args: list[Any]) -> list[Any]:
     return [a.to(torch.float64) if isinstance(a, torch.Tensor) and a.is_floating_point() else a for a in args]
+
+
+def _merge(a: dict, b: dict) -> dict:
+    """Two input sets' passing results as one: the worst of each error measure."""
+    out = dict(a)
+    for k in ("max_abs_error", "max_rel_error", "request_judge_ratio"):
+        vals = [r[k] for r in (a, b) if r.get(k) is not None]
+        if vals:
+            out[k] = max(vals)
+    return out
 
 
 def _is_compile_error(e: BaseException) -> bool:
@@ -349,17 +361,26 @@ class Judge:
         return outs
 
     def reference_outputs(self, inputs: list[Any]) -> tuple[list[Any], str]:
-        """The reference in float64 where its ops allow, else in the inputs' own precision."""
-        try:
-            out = normalize_outputs(self.reference(*_upcast(inputs)), self.d)
-            return out, "float64"
-        except (RuntimeError, TypeError, NotImplementedError):
-            return normalize_outputs(self.reference(*inputs), self.d), "native"
+        """The reference in float64 where its ops allow, else in the inputs' own precision; in the
+        inputs' own precision always when a request's own judge asks for it (``[[check]] kind =
+        "python"``, ``reference = "native"``): its tolerances were set against that run."""
+        if not wants_native_reference(self.task.contract):
+            try:
+                out = normalize_outputs(self.reference(*_upcast(inputs)), self.d)
+                return out, "float64"
+            except (RuntimeError, TypeError, NotImplementedError):
+                pass
+        return normalize_outputs(self.reference(*_clone(inputs)), self.d), "native"
+
+    def _compare(self, outputs: list[Any], expected: list[Any], axes: dict[str, int], inputs: list[Any],
+                 floor: dict[str, float] | None = None) -> Check:
+        return compare(outputs, expected, self.d, self.task.contract, axes, self.device, inputs,
+                       atol_floor=floor, task_root=self.task.root)
 
     def judge_outputs(self, outputs: list[Any], inputs: list[Any], axes: dict[str, int]) -> Check:
         expected, _ = self.reference_outputs(inputs)
         self.sync()
-        return compare(outputs, expected, self.d, self.task.contract, axes, self.device, inputs)
+        return self._compare(outputs, expected, axes, inputs)
 
     # -- evidence from the runner ----------------------------------------------------------------
     def _evidence(self, called: Called, warm: bool) -> str:
@@ -412,13 +433,52 @@ class Judge:
 
     # -- gates ---------------------------------------------------------------------------------
     def check(self, w: Workload, salt: int = 0) -> dict:
-        """Correctness and integrity on one workload; ``salt`` draws a fresh set of inputs."""
+        """Correctness and integrity on one workload, on each input set of the contract (the inputs
+        drawn for the workload, then ``[[inputs.sets]]``); ``salt`` draws fresh values for all."""
         axes = self.d.axis_values(w.axes)
-        try:
-            inputs = make_inputs(self.task, w, self.seed + salt, self.device)
-        except Exception as e:  # noqa: BLE001
-            return {"status": "RUNTIME_ERROR", "gate": "reference", "reason": f"making the inputs failed: {e}"}
+        native = lambda inputs: normalize_outputs(self.reference(*_clone(inputs)), self.d)  # noqa: E731
+        sets = input_sets(self.task, w, self.seed + salt, self.device, native)
+        made: dict[str, list[Any]] = {}
+        merged: dict | None = None
+        for name, make in sets:
+            where = f" of input set {name!r}" if len(sets) > 1 else ""
+            try:
+                inputs = made[name] = make(made)
+            except Exception as e:  # noqa: BLE001 - the task's generator or reference, not the candidate
+                return {"status": "RUNTIME_ERROR", "gate": "reference",
+                        "reason": f"making the inputs{where} failed (the task's inputs or code, not the candidate): "
+                                  f"{candidate_traceback(e)[-2000:]}"}
+            result = self._check_inputs(axes, inputs, w.uuid.startswith(STRESS_PREFIX))
+            if result["status"] != "PASSED":
+                if where:
+                    result["reason"] = f"[input set {name!r}] " + result["reason"]
+                return result
+            merged = result if merged is None else _merge(merged, result)
+        return merged
+
+    def _reference_shapes(self, expected: list[Any], axes: dict[str, int]) -> str:
+        """Why the reference's outputs are not what the definition says at these axes ("" when they
+        are): a shape the task itself cannot produce (an FFT c2r request's odd nx, where its
+        reference returns 2 * (nf - 1) columns) must not be held against a candidate."""
+        for (name, spec), out in zip(self.d.outputs.items(), expected, strict=False):
+            want = self.d.shape(spec, axes)
+            if want is not None and isinstance(out, torch.Tensor) and tuple(out.shape) != want:
+                return (f"[reference-shape] the task's reference returns output {name!r} of shape {tuple(out.shape)} "
+                        f"where the definition says {want} at {self.d.axis_values(axes)} (not the candidate's fault)")
+        return ""
+
+    def _check_inputs(self, axes: dict[str, int], inputs: list[Any], stress: bool = False) -> dict:
         pristine = _clone(inputs)
+        # The reference first: what it cannot do at these axes is the task's failure, whatever the candidate does.
+        try:
+            expected, precision = self.reference_outputs(pristine)
+            self.sync()
+        except Exception as e:  # noqa: BLE001
+            return {"status": "RUNTIME_ERROR", "gate": "reference",
+                    "reason": f"the task's reference failed (not the candidate's fault): {candidate_traceback(e)}"}
+        bad = self._reference_shapes(expected, axes)
+        if bad:
+            return {"status": "RUNTIME_ERROR", "gate": "reference", "reason": bad, "reference_shape": True}
         self.subject.place(inputs, axes)
         called = self.subject.call()
         if called.error:
@@ -430,17 +490,13 @@ class Judge:
             return {"status": "REJECTED", "gate": "integrity", "reason": cheat}
         if called.wrong is not None:
             return {"status": called.wrong.status, "gate": "correctness", "reason": called.wrong.reason}
-        try:
-            expected, precision = self.reference_outputs(pristine)
-            self.sync()
-        except Exception as e:  # noqa: BLE001
-            return {"status": "RUNTIME_ERROR", "gate": "reference",
-                    "reason": f"the task's reference failed (not the candidate's fault): {candidate_traceback(e)}"}
         # stress inputs: no atol below what the reference's own float32 math costs on them
-        floor = atol_floor(self.d, self.reference, pristine, expected) if w.uuid.startswith(STRESS_PREFIX) else None
-        c = compare(called.outputs, expected, self.d, self.task.contract, axes, self.device, pristine, floor)
+        floor = atol_floor(self.d, self.reference, pristine, expected) if stress else None
+        c = self._compare(called.outputs, expected, axes, pristine, floor)
         result = {"status": c.status, "gate": "correctness", "reason": c.reason, "max_abs_error": c.max_abs_error,
                   "max_rel_error": c.max_rel_error, "reference_precision": precision}
+        if c.judge_ratio is not None:
+            result["request_judge_ratio"] = c.judge_ratio
         if c.status == "PASSED" and self._no_kernel(called):
             return {"status": "REJECTED", "gate": "integrity", "reason": self._no_kernel(called)}
         if c.status == "PASSED" and self.subject.audited:
@@ -463,7 +519,7 @@ class Judge:
         if second.wrong is not None:
             return f"[nondeterminism] a second call on identical inputs: {second.wrong.reason}"
         if not self.task.contract.integrity.deterministic:
-            c = compare(second.outputs, expected, self.d, self.task.contract, axes, self.device, pristine, floor)
+            c = self._compare(second.outputs, expected, axes, pristine, floor)
             return "" if c.status == "PASSED" else f"[nondeterminism] a second call on identical inputs: {c.reason}"
         contract = self.task.contract
         a = canonical_outputs(first, self.d, contract)
@@ -523,10 +579,12 @@ class Judge:
             again["reason"] = "after timing: " + again["reason"]
             again["gate"] = "timing" if again["gate"] == "correctness" else again["gate"]
             return again
-        base = t["baseline"] if "baseline" in t else cand
+        # The baseline row is its own baseline (speedup 1); a candidate whose task's baseline could not
+        # be loaded here has none: its speedup_vs_baseline stays None, never 1 by default.
+        base = t["baseline"] if "baseline" in t else cand if self.role == "baseline" else None
         out = {"status": "PASSED", "gate": "timing", "latency_ms": cand.median_ms,
-               "baseline_latency_ms": base.median_ms, "reference_latency_ms": t["reference"].median_ms,
-               "timing": cand.to_dict()}
+               "baseline_latency_ms": base.median_ms if base is not None else None,
+               "reference_latency_ms": t["reference"].median_ms, "timing": cand.to_dict()}
         if timer is not None:
             out["timing"]["checked_reps"] = timer.checked
         return out

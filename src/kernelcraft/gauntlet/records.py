@@ -17,7 +17,8 @@ Status = Literal[
     "PASSED", "COMPILE_ERROR", "RUNTIME_ERROR", "TIMEOUT", "INCORRECT_SHAPE", "INCORRECT_DTYPE",
     "INCORRECT_NUMERICAL", "REJECTED", "SKIPPED",
 ]
-Gate = Literal["static", "build", "correctness", "generalization", "integrity", "timing", "reference", "sanitize"]
+Gate = Literal["static", "build", "correctness", "generalization", "integrity", "timing", "reference", "sanitize",
+               "validation"]
 
 
 class _Record(BaseModel):
@@ -37,6 +38,7 @@ class WorkloadResult(_Record):
     reference_latency_ms: float | None = None  # median of the definition's reference, same inputs
     speedup_vs_baseline: float | None = None  # baseline_latency_ms / latency_ms
     speedup_vs_reference: float | None = None  # reference_latency_ms / latency_ms
+    request_judge_ratio: float | None = None  # a request's own judge ([[check]] kind = "python"): worst error / tolerance
     timing: dict | None = None  # the candidate's full Timing (percentiles, reps, method)
     floor_ms: float | None = None  # the device's speed of light for this workload's bytes/FLOPs (calibrated)
     sol: float | None = None  # fraction of the speed of light reached: floor_ms / latency_ms
@@ -81,6 +83,8 @@ class SolutionResult(_Record):
     # GPU: Nsight Compute's kernel time per workload against the reported latency (gauntlet.confirm)
     confirmation: dict | None = None
     implementation: dict | None = None  # a trusted row's library and version (peers, torch.compile's mode)
+    validation: dict | None = None  # a request's own verifier ([validate]): status, command, exit code, output's tail
+    baseline_unavailable: str = ""  # why no baseline ran beside this candidate, and what its speedups are relative to
 
 
 class EvalReport(_Record):

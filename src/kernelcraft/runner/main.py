@@ -20,6 +20,9 @@ Requests (``op``) and what the reply carries:
   (:mod:`kernelcraft.measure.timing`); ``ms``, ``tail_ms``, ``noop_ms``, ``noop_tail_ms``.
 - ``collect``: the last timed call's outputs copied into the arena (as ``call`` reports them).
 - ``profile`` (``calls``): eager calls inside cudaProfilerStart/Stop, for Nsight Compute's count.
+- ``validate`` (``argv``, ``cwd``, ``timeout_s``): a request's own verifier command, which imports the
+  candidate, run as a child of this sandboxed process in the folder the judge prepared in its scratch
+  (:mod:`kernelcraft.gauntlet.validate`); ``exit_code``, ``timed_out``, ``output_tail``.
 - ``exit``.
 
 Unsolicited events: ``compiling`` / ``compiled`` (a Triton compile in the middle of a ``call`` with
@@ -159,7 +162,7 @@ class Runner:
     # -- the loop ------------------------------------------------------------------------------
     def serve(self) -> None:
         handlers = {"build": self.build, "arena": self.map_arena, "call": self.call, "time": self.prepare_timing,
-                    "rep": self.rep, "collect": self.collect, "profile": self.profile}
+                    "rep": self.rep, "collect": self.collect, "profile": self.profile, "validate": self.validate}
         wire.send(self.sock, {"event": "ready", "sandbox": self.box.record()})
         while True:
             try:
@@ -414,6 +417,41 @@ class Runner:
             torch.cuda.synchronize()
             _cudart.profiler_stop()
         return {}
+
+
+    def validate(self, msg: dict, fds: list[int]) -> dict:
+        """Run the request's command inside this sandbox (its children inherit the namespaces, the
+        landlock rules, the limits and the environment), in its own process group so that a
+        timeout ends everything it started. Output goes to a file: a flood cannot fill memory."""
+        import signal
+        import subprocess
+
+        argv, timeout = [str(a) for a in msg["argv"]], float(msg["timeout_s"])
+        cwd = Path(msg["cwd"])
+        log = self.box.scratch / "validate.log"
+        try:
+            with open(log, "wb") as out:
+                proc = subprocess.Popen(argv, cwd=cwd, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
+                                        start_new_session=True)
+        except OSError as e:
+            return {"started": False, "error": f"{type(e).__name__}: {e}"}
+        timed_out = False
+        try:
+            proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            timed_out = True
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except OSError:
+                pass
+            proc.wait()
+        try:
+            with open(log, "rb") as f:
+                f.seek(max(0, log.stat().st_size - 8000))
+                tail = f.read().decode(errors="replace")
+        except OSError:
+            tail = ""
+        return {"exit_code": proc.returncode, "timed_out": timed_out, "output_tail": tail}
 
 
 def release_slot_while_compiling(runner, cls: type | None = None) -> bool:

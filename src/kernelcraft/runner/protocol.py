@@ -74,6 +74,16 @@ class EmptyReply(_Reply):
     pass
 
 
+class ValidateReply(_Reply):
+    """A request's validation command, run by the runner (a claim like every other: it can only reject)."""
+
+    started: bool = True
+    exit_code: int | None = None
+    timed_out: bool = False
+    output_tail: Text = ""
+    error: Text = ""  # why it could not start
+
+
 def parse(model: type[_Reply], msg: dict) -> _Reply:
     """The reply as ``model``, or :class:`ValueError` naming what was wrong with it."""
     try:

@@ -44,16 +44,42 @@ exactly these defaults:
   within ``atol + rtol * scale`` of the best one) and ``balanced_kmeans`` (capacities, objective
   within ``objective_rtol`` of the reference's, centroids consistent with the assignment) name the
   inputs and outputs they read. An output no checker names is judged by ``tolerance``.
+  ``python`` names a function of the task folder (``"benchmark.py::judge"``, a KDA request's own
+  verifier) called in the judge process with ``args`` (default ``["outputs", "reference"]``;
+  ``"inputs"`` and ``"NAME(inputs)"``, a function of the same file applied to the inputs, may be
+  named too) and returning ``(ok, worst_ratio)``; it judges ``outputs`` (default: all of them) and
+  the record keeps the worst ratio per workload. ``reference = "native"`` (default) hands it the
+  reference run in the inputs' own precision, as a request's benchmark runs it.
+- ``[inputs] generator`` a function of the task folder (``"benchmark.py::random_inputs"``) called in
+  the judge as ``fn(*axis values, device, seed=seed)`` (the var axes in definition order, or the
+  ``axes`` listed) and returning the inputs in definition order: every correctness check and every
+  timed call then draws from the request's domain instead of ``[inputs.<name>]``. ``[[inputs.sets]]``
+  adds named input sets each correctness check also runs: ``generator`` called the same way, or with
+  ``after = "NAME"`` called as ``fn(inputs of set NAME, reference outputs on them, device, seed)``
+  (the next decode step built from the reference's output).
+- ``[validate]`` a request's own verifier as one more gate (:mod:`kernelcraft.gauntlet.validate`):
+  ``command`` with ``{task}`` / ``{solution}`` placeholders, run in the candidate's sandboxed runner
+  after kernelcraft's checks, passing when it exits 0 within ``timeout_s``. It can only reject.
 - ``target_hardware`` list of device names the task is meant for (informational), default any.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import re
 import tomllib
 from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from kernelcraft.errors import InputError, Problem
 from kernelcraft.task.dtypes import DEFAULT_TOLERANCE, DType
@@ -225,8 +251,83 @@ class BalancedKMeansCheck(_Strict):
     objective_rtol: float = Field(default=1e-3, ge=0)
 
 
-Check = Annotated[ToleranceCheck | ExactCheck | TopKCheck | ArgminCheck | BalancedKMeansCheck,
+def _task_function(v: str) -> str:
+    """``"file.py::function"``: a function of a Python file inside the task folder."""
+    file, sep, fn = v.partition("::")
+    if not sep or not file.endswith(".py") or not fn.isidentifier() or file.startswith("/") or ".." in file.split("/"):
+        raise ValueError(f"{v!r} must look like 'benchmark.py::function' (a file inside the task folder)")
+    return v
+
+
+TaskFunction = Annotated[str, AfterValidator(_task_function)]
+_ARG = re.compile(r"^(outputs|reference|inputs)$|^([A-Za-z_][A-Za-z0-9_]*)\((outputs|reference|inputs)\)$")
+
+
+class PythonCheck(_Strict):
+    """A request's own verifier, ``fn(*args) -> (ok, worst_ratio)``, run in the judge process."""
+    kind: Literal["python"]
+    function: TaskFunction
+    outputs: list[str] = Field(default_factory=list)  # the outputs it judges; [] = every output
+    # what it is called with, in order: the candidate's outputs, the reference's, the inputs (each a
+    # list in definition order), or NAME(x): a function of the same file applied to one of them
+    args: list[str] = Field(default_factory=lambda: ["outputs", "reference"], min_length=1)
+    reference: Literal["native", "float64"] = "native"
+
+    @field_validator("args")
+    @classmethod
+    def _args(cls, v: list[str]) -> list[str]:
+        for a in v:
+            if not _ARG.match(a):
+                raise ValueError(f"{a!r}: each arg is outputs, reference, inputs or NAME(outputs|reference|inputs)")
+        return v
+
+
+Check = Annotated[ToleranceCheck | ExactCheck | TopKCheck | ArgminCheck | BalancedKMeansCheck | PythonCheck,
                   Field(discriminator="kind")]
+
+
+class InputSet(_Strict):
+    """One more set of inputs every correctness check runs (a request's edge cases, its next step)."""
+    name: str = Field(min_length=1, pattern=r"^[A-Za-z0-9_.-]+$")
+    generator: TaskFunction
+    after: str | None = None  # chained: called with (that set's inputs, the reference's outputs on them, device, seed)
+
+
+class InputGenerator(_Strict):
+    """``[inputs] generator`` / ``axes`` / ``[[inputs.sets]]`` (moved here from the ``[inputs]`` table)."""
+    generator: TaskFunction | None = None
+    axes: list[str] | None = None  # the positional axis arguments; None: the var axes in definition order
+    sets: list[InputSet] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _sets(self) -> InputGenerator:
+        seen: set[str] = set()
+        for i, s in enumerate(self.sets):
+            if s.name in seen or s.name == "default":
+                raise ValueError(f"sets.{i}.name: {s.name!r} is used twice (or is 'default', the generator's own set)")
+            if s.after is not None and s.after not in seen and s.after != "default":
+                raise ValueError(f"sets.{i}.after: {s.after!r} is not a set defined before it (or 'default')")
+            seen.add(s.name)
+        return self
+
+
+class Validate(_Strict):
+    """A request's own verifier command, run in the candidate's sandboxed runner (it can only reject)."""
+    command: str = Field(min_length=1)
+    # the command's time limit; with a minute for the runner's start-up it must fit the workload phase's
+    # deadline ([limits] workload_timeout_s, 300 s by default), which the worker's parent enforces
+    timeout_s: float = Field(default=240.0, gt=0)
+
+    @field_validator("command")
+    @classmethod
+    def _placeholders(cls, v: str) -> str:
+        if "{solution}" not in v and "{solution_dir}" not in v:
+            raise ValueError("the command must name the candidate: {solution} (its entry file) or {solution_dir}")
+        unknown = set(re.findall(r"{([^}]*)}", v)) - {"solution", "solution_dir", "task", "python"}
+        if unknown:
+            raise ValueError(f"unknown placeholder(s) {sorted(unknown)}: use {{task}}, {{solution}}, "
+                             "{solution_dir} or {python}")
+        return v
 
 
 class Contract(_Strict):
@@ -241,6 +342,22 @@ class Contract(_Strict):
     roofline: Roofline = Field(default_factory=Roofline)
     target_hardware: list[str] = Field(default_factory=list)
     check: list[Check] = Field(default_factory=list)
+    input_generator: InputGenerator = Field(default_factory=InputGenerator)  # written as [inputs] generator / sets
+    validate_: Validate | None = Field(default=None, alias="validate")
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)  # `validate` would shadow BaseModel.validate
+
+    @model_validator(mode="before")
+    @classmethod
+    def _generator_keys(cls, data: object) -> object:
+        """``[inputs]`` holds one distribution table per input name, and also (not being tables)
+        ``generator``, ``axes`` and ``[[inputs.sets]]``: those go to :class:`InputGenerator`."""
+        if isinstance(data, dict) and isinstance(data.get("inputs"), dict):
+            ins = dict(data["inputs"])
+            moved = {k: ins.pop(k) for k in ("generator", "axes", "sets") if k in ins and not isinstance(ins[k], dict)}
+            if moved:
+                data = {**data, "inputs": ins, "input_generator": moved}
+        return data
 
     def weight(self, uuid: str) -> float:
         return self.weights.get(uuid, 1.0)
@@ -257,7 +374,10 @@ def load_contract(path: Path) -> Contract:
     try:
         return Contract.model_validate(data)
     except ValidationError as e:
-        raise InputError(pydantic_problems(path, e)) from None
+        # the user wrote these keys in [inputs]
+        problems = [dataclasses.replace(p, field="inputs" + p.field.removeprefix("input_generator"))
+                    if p.field.startswith("input_generator") else p for p in pydantic_problems(path, e)]
+        raise InputError(problems) from None
 
 
 def pydantic_problems(path: Path | str, error: ValidationError, prefix: str = "") -> list[Problem]:

@@ -34,6 +34,9 @@ each floating random tensor input is drawn as above, then
 ``[inputs.<name>] outliers = false`` / ``near_zero_rows = false`` turn either off for one input;
 integer, bool, scalar, workload-given and safetensors inputs are never changed.
 
+``[inputs] generator`` in contract.toml (a function of the task folder, :mod:`kernelcraft.task.generated`)
+replaces all of this: the request's own in-domain inputs.
+
 Every workload gets its own generator seeded from (run seed, workload uuid), so one workload can be
 replayed alone with the same ``--seed`` and its inputs do not depend on which others ran.
 """
@@ -195,6 +198,12 @@ def make_inputs(task: Task, workload: Workload, seed: int, device: str, variant:
 
     ``variant``: "normal" or "stress" (outliers and near-zero rows, see the module docstring);
     None: "stress" for a workload whose uuid starts with ``stress-``, else "normal"."""
+    # -- hook (issue 22): a request's own generator replaces the distributions below entirely
+    if task.contract.input_generator.generator is not None:
+        from kernelcraft.task.generated import generated_inputs
+
+        return generated_inputs(task, workload, seed, device)
+    # -- end of hook
     if variant is None:
         variant = "stress" if workload.uuid.startswith(STRESS_PREFIX) else "normal"
     if variant not in ("normal", "stress"):

@@ -187,6 +187,35 @@ def _check_python_run(path: Path, what: str) -> list[Problem]:
     return []
 
 
+def _task_code_problems(root: Path, contract: Contract, definition: Definition) -> list[Problem]:
+    """The functions of the task folder the contract names exist (checked without importing them);
+    a validation command fits the workload phase's deadline."""
+    from kernelcraft.task.contract import PythonCheck
+    from kernelcraft.task.taskcode import static_problems
+
+    where = root / "contract.toml"
+    gen = contract.input_generator
+    problems: list[Problem] = []
+    if gen.generator:
+        problems += static_problems(root, gen.generator, where, "inputs.generator")
+    for name in gen.axes or []:
+        if name not in definition.axes:
+            problems.append(Problem(where, "inputs.axes", f"{name!r} is not an axis of the definition",
+                                    f"use the definition's axes {list(definition.axes)}"))
+    for i, s in enumerate(gen.sets):
+        problems += static_problems(root, s.generator, where, f"inputs.sets.{i}.generator")
+    for i, spec in enumerate(contract.check):
+        if isinstance(spec, PythonCheck):
+            extra = tuple(a.split("(")[0] for a in spec.args if "(" in a)
+            problems += static_problems(root, spec.function, where, f"check.{i}.function", also=extra)
+    v = contract.validate_
+    if v is not None and v.timeout_s + 60 > contract.limits.workload_timeout_s:
+        problems.append(Problem(where, "validate.timeout_s", f"{v.timeout_s:g} s plus a minute for the runner exceeds "
+                                f"[limits] workload_timeout_s = {contract.limits.workload_timeout_s:g} s, the deadline "
+                                "of the phase it runs in", "lower timeout_s or raise [limits] workload_timeout_s"))
+    return problems
+
+
 def load_task(root: str | Path) -> Task:
     """Load a task folder, or raise InputError listing every problem found."""
     root = Path(root)
@@ -220,6 +249,7 @@ def load_task(root: str | Path) -> Task:
         from kernelcraft.gauntlet.checkers import check_problems
 
         problems += check_problems(root / "contract.toml", contract, definition)
+        problems += _task_code_problems(root, contract, definition)
         for name in contract.tolerance.output:
             if name not in definition.outputs:
                 problems.append(Problem(root / "contract.toml", f"tolerance.output.{name}", "not an output of the definition", f"use one of {list(definition.outputs)}"))

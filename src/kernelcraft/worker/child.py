@@ -243,14 +243,21 @@ def _import_file(path: Path, module_name: str):
     return module
 
 
+# Import names whose pip distribution is named otherwise (the libraries KDA requests' baselines import).
+_DISTRIBUTIONS = {"flashinfer": "flashinfer-python", "cutlass": "nvidia-cutlass-dsl", "fla": "flash-linear-attention",
+                  "flash_attn": "flash-attn", "cuda": "cuda-python", "cupy": "cupy-cuda12x"}
+
+
 def _load_baseline(path: Path):
     """The task's baseline, or why it cannot run here (a library this machine lacks: a KDA request's
     baseline may import flashinfer or tilelang for a B200). Trusted code, imported only by the judge."""
     try:
         return _import_file(path, "kc_baseline").run, ""
     except ModuleNotFoundError as e:
+        top = (e.name or "").split(".")[0]
+        dist = _DISTRIBUTIONS.get(top, top)
         return None, (f"baseline.py imports {e.name!r}, which this machine lacks ({e}); "
-                      f"install it (pip install {e.name}) or run where it exists")
+                      f"install it (pip install {dist}) or run where it exists")
     except BaseException as e:  # noqa: BLE001 - any failure of the task's own code is named, not a crash
         from kernelcraft.solution._traceback import candidate_traceback
 
@@ -313,6 +320,8 @@ def _run(conn, job: Job, runner) -> None:
     if job.role == "baseline" and baseline is None:
         send(conn, "build", "SKIPPED", "[baseline-unavailable] " + baseline_missing)
         return
+    if job.role == "candidate" and baseline is None:
+        send(conn, "meta", {"baseline_unavailable": baseline_missing})  # said in the record, timed or not
     if job.role == "candidate":
         if solution.spec.language == "triton":
             # Import triton here, as the harness: if it cannot start (a missing numpy for the CPU
@@ -399,10 +408,24 @@ def _run(conn, job: Job, runner) -> None:
             send(conn, "phase", "generalization", h.uuid, cpu_seconds())
             result = judge.check(h, salt=0x401D)
             slot.leave()
+            if result.pop("reference_shape", False):
+                # a shape the task cannot produce (its definition allows more than its reference does):
+                # no holdout at all, rather than a verdict against the candidate
+                result = {"status": "SKIPPED", "gate": "generalization", "reason": result["reason"]}
             if result["gate"] == "correctness":
                 result["gate"] = "generalization"
             send(conn, "workload", "generalization", h.uuid, result)
-            if result["status"] != "PASSED":
+            if result["status"] not in ("PASSED", "SKIPPED"):
+                return
+        if isinstance(subject, RemoteSubject) and task.contract.validate_ is not None:
+            current = ("validation", "")
+            send(conn, "phase", "validation", None, cpu_seconds())
+            if not slot.share():
+                return
+            checked = _validate(subject, task, solution)
+            slot.leave()
+            send(conn, "meta", {"validation": checked})
+            if checked["status"] not in ("PASSED", "SKIPPED"):
                 return
         if not job.time_it:
             return
@@ -529,6 +552,35 @@ class _Confirmer:
         if not out.get("confirmed") and "status" not in out:
             out["ncu_tail"] = "\n".join(text.splitlines()[-8:])[-1500:]
         return out
+
+
+def _validate(subject, task, solution) -> dict:
+    """The request's own verifier (``[validate]``), run by the candidate's runner inside its sandbox
+    (:mod:`kernelcraft.gauntlet.validate`): the judge prepares the folder, reads the runner's report."""
+    from kernelcraft.gauntlet import validate
+    from kernelcraft.gauntlet.judge import Refused
+    from kernelcraft.runner import protocol
+
+    spec = task.contract.validate_
+    why = validate.supported(solution)
+    if why:
+        return {"status": "SKIPPED", "reason": why, "command": spec.command}
+    try:
+        argv, root = validate.prepare(task, solution, subject.client.scratch)
+    except (validate.CannotValidate, OSError) as e:
+        return {"status": "RUNTIME_ERROR", "command": spec.command,
+                "reason": f"[request-validation] the folder for the command could not be prepared: {e}"}
+    try:
+        r = subject._ask("validate", protocol.ValidateReply, timeout=min(spec.timeout_s + 60, subject.timeout_s),
+                         argv=argv, cwd=str(root), timeout_s=spec.timeout_s)
+    except Refused as e:
+        return {"status": e.status, "command": spec.command, "reason": f"[request-validation] {e.reason}"}
+    finally:
+        # the task's copy (contract, verifier) stays out of the candidate's reach for the timings
+        import shutil
+
+        shutil.rmtree(root, ignore_errors=True)
+    return validate.verdict(spec.command, r.exit_code, r.timed_out, r.output_tail, spec.timeout_s, r.started, r.error)
 
 
 def _build_reply():

@@ -275,7 +275,8 @@ def _out_of_protocol(msg: tuple, phase: tuple[str, str | None], answered: set) -
     elif kind == "ready":
         # before a check (or a quick build): not while holding it already, never once timing began
         if (msg != ("ready",) or ("ready", "timing") in answered
-                or ("holding", None) in answered or phase[0] not in ("build", "correctness", "generalization")):
+                or ("holding", None) in answered
+                or phase[0] not in ("build", "correctness", "generalization", "validation")):
             return f"a request for the GPU arrived during {phase[0]}"
         answered.update({("ready", None), ("holding", None)})
         return ""
