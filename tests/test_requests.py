@@ -51,7 +51,7 @@ def test_full_request_contract(tmp_path):
     the candidates are judged and timed without it; the edge-case input set, the request's own judge
     and its verifier each reject the wrong candidate that only they can see."""
     task = request_copy(tmp_path, contract=RING_CONTRACT)
-    rep = by_name(eval_json(task, HONEST, SLOPPY, TINY, NONCONTIG, "--with-baseline", tmp=tmp_path))
+    rep = by_name(eval_json(task, HONEST, SLOPPY, TINY, NONCONTIG, "--with-baseline", "--time", tmp=tmp_path))
     base = rep["baseline"]
     assert base["status"] == "SKIPPED" and "[baseline-unavailable]" in base["reason"]
     assert "kc_fixture_ring_kernels" in base["reason"] and "install" in base["reason"]
@@ -195,7 +195,7 @@ def test_fft_candidate_with_view_as_real_passes(tmp_path):
     the FFT requests describe): views pass the op audit; the README's tolerances are the contract."""
     task = request_copy(tmp_path, FFT, contract="[tolerance.float32]\natol = 1e-2\nrtol = 1e-3\n", name="fft")
     rep = eval_json(task, FIXTURES / "kda_fft_solutions" / "dft_r2c_triton.py", "--with-baseline",
-                    extra=("--workload", "8f3e1b7a-2c4d-4e5f-9a0b-1c2d3e4f5a01"), tmp=tmp_path)
+                    extra=("--workload", "8f3e1b7a-2c4d-4e5f-9a0b-1c2d3e4f5a01", "--time"), tmp=tmp_path)
     s = by_name(rep)
     assert s["baseline"]["status"] == "PASSED", s["baseline"]["reason"]
     cand = s["dft_r2c_triton"]
@@ -237,12 +237,12 @@ def test_python_judge_with_a_derived_argument(tmp_path):
     x = torch.randn(4, 6, 8)
     ref = [torch.view_as_real(torch.fft.rfftn(x.double())).float()]
     axes = t.definition.axis_values({"nz": 4, "ny": 6, "nx": 8, "nf": 5})
-    good = compare([ref[0].clone()], ref, t.definition, contract, axes, "cpu", [x], task)
+    good = compare([ref[0].clone()], ref, t.definition, contract, axes, "cpu", [x], task_root=task)
     assert good.status == "PASSED" and good.judge_ratio == 0.0
-    bad = compare([ref[0] + 1.0], ref, t.definition, contract, axes, "cpu", [x], task)
+    bad = compare([ref[0] + 1.0], ref, t.definition, contract, axes, "cpu", [x], task_root=task)
     assert bad.status == "INCORRECT_NUMERICAL" and bad.judge_ratio > 1 and "[request-judge] judge.py::judge" in bad.reason
     broken = Contract.model_validate({"check": [{"kind": "python", "function": "judge.py::energy"}]})
-    c = compare([ref[0]], ref, t.definition, broken, axes, "cpu", [x], task)
+    c = compare([ref[0]], ref, t.definition, broken, axes, "cpu", [x], task_root=task)
     assert c.status == "RUNTIME_ERROR" and "not the candidate" in c.reason, c.reason
 
 
