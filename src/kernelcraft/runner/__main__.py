@@ -20,6 +20,12 @@ def main() -> None:
     p.add_argument("--log", required=True)
     p.add_argument("--no-pid-namespace", action="store_true")
     a = p.parse_args()
+    extra = os.environ.get("KERNELCRAFT_PROFILED_SANDBOX_SKIP", "")
+    if a.no_pid_namespace and extra:
+        # a host where a mechanism breaks the profiler's injected library: only this runner skips it,
+        # and its record names what was skipped (sandbox.skipped reads the merged list)
+        merged = {x.strip() for x in (os.environ.get("KERNELCRAFT_SANDBOX_SKIP", "") + "," + extra).split(",")}
+        os.environ["KERNELCRAFT_SANDBOX_SKIP"] = ",".join(sorted(x for x in merged if x))
     if not a.device.startswith("cuda"):
         os.environ["TRITON_INTERPRET"] = "1"  # before anything imports triton
     import torch  # noqa: F401 - what a forked runner inherits from its template

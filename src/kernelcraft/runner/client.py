@@ -125,7 +125,9 @@ class RunnerClient:
         self.freeze()
 
     def _signal_all(self, sig: int) -> None:
-        for p in descendants(self.pid):
+        # under a launcher (Nsight Compute), the launcher is trusted and left running: stopping it
+        # with its target would stall its own exchanges with the target
+        for p in descendants(self.pid)[1 if self.popen is not None else 0:]:
             with contextlib.suppress(OSError):
                 os.kill(p, sig)
 

@@ -97,7 +97,7 @@ def unshare(flags: int) -> None:
 
 def skipped(name: str) -> bool:
     """A mechanism switched off by ``KERNELCRAFT_SANDBOX_SKIP`` (comma-separated: pidns, netns,
-    mounts, tmpfs, uid, caps, landlock, rlimits): for a host where one breaks something the runner
+    mounts, tmpfs, uid, caps, landlock, rlimits, env): for a host where one breaks something the runner
     needs; the record names it as degraded."""
     global _SKIP
     if _SKIP is None:  # read once: the runner's environment is replaced from an allowlist on the way
@@ -203,9 +203,7 @@ def _mounts(box: Sandbox) -> None:
         return
     box.held.append("private /proc (only the sandbox's processes)")
     if box.profiled:
-        box.writable.append(Path("/tmp"))
-        box.degraded.append("/tmp shared with Nsight Compute and writable (a profiled runner)")
-        return
+        return  # /tmp stays the host's: see _profiled
     if skipped("tmpfs"):
         box.degraded.append("no tmpfs over /tmp (KERNELCRAFT_SANDBOX_SKIP)")
         return
@@ -342,8 +340,30 @@ def _landlock(box: Sandbox) -> None:
                     "writes: its scratch folder, the compile caches and its own /proc entry)")
 
 
+# What Nsight Compute puts in its target's environment for its injected library (CUDA_INJECTION64_PATH,
+# LD_PRELOAD, NV_* / NVTX_* settings): a profiled runner keeps them, or the library cannot reach ncu
+PROFILER_ENV_PREFIXES = ("CUDA_INJECTION", "NVTX_INJECTION", "LD_PRELOAD", "NV_", "NVTX_", "NSIGHT", "NCU_", "TPS_")
+
+
+def _profiled(box: Sandbox) -> None:
+    """A runner under Nsight Compute: ncu's injected library talks to ncu through files under /tmp and
+    /dev/shm (the target exited with code 18 on the H200 while landlock kept them read-only), so those
+    stay the host's and writable; the record says so."""
+    for p in (Path("/tmp"), Path("/dev/shm")):
+        if p.is_dir():
+            box.writable.append(p)
+    box.degraded.append("/tmp and /dev/shm shared with Nsight Compute and writable (a profiled runner)")
+
+
 def _environment(box: Sandbox) -> None:
+    if skipped("env"):
+        box.degraded.append("environment kept as inherited (KERNELCRAFT_SANDBOX_SKIP)")
+        return
     keep = {k: os.environ[k] for k in ENV_ALLOWED if k in os.environ}
+    if box.profiled:
+        keep.update({k: v for k, v in os.environ.items() if k.startswith(PROFILER_ENV_PREFIXES)})
+        if "TMPDIR" in os.environ:
+            keep["TMPDIR"] = os.environ["TMPDIR"]
     os.environ.clear()
     os.environ.update(keep)
     home = box.scratch / "home"
@@ -352,9 +372,11 @@ def _environment(box: Sandbox) -> None:
     tmp.mkdir(exist_ok=True)
     # USER/LOGNAME: the sandbox uid has no passwd entry, and getpass.getuser() (torch._inductor's cache
     # folder, at torch._dynamo's import) raises without them (seen under ncu on the H200)
-    os.environ.update(HOME=str(home), TMPDIR=str(tmp), XDG_CACHE_HOME=str(home / ".cache"),
+    os.environ.update(HOME=str(home), XDG_CACHE_HOME=str(home / ".cache"),
                       USER="kernelcraft-sandbox", LOGNAME="kernelcraft-sandbox",
                       TORCHINDUCTOR_CACHE_DIR=str(home / ".cache" / "torchinductor"))
+    if not box.profiled:  # under ncu, TMPDIR stays ncu's: its library finds its files by it
+        os.environ["TMPDIR"] = str(tmp)
     if box.caches:
         os.environ["TRITON_CACHE_DIR"] = str(box.caches[0] / "triton")
         os.environ["KERNELCRAFT_CACHE"] = str(box.caches[0] / "build")
@@ -371,6 +393,8 @@ def enter(box: Sandbox, namespaced: bool) -> Sandbox:
     comes last (it also sets no_new_privs)."""
     if mode() == "off":
         return box
+    if box.profiled:
+        _profiled(box)
     if namespaced and not skipped("mounts"):
         _mounts(box)
     for c in box.caches:
