@@ -32,6 +32,7 @@ Unsolicited events: ``compiling`` / ``compiled`` (a Triton compile in the middle
 from __future__ import annotations
 
 import os
+import signal
 import socket
 import sys
 import traceback
@@ -73,6 +74,9 @@ def start(sock: socket.socket, device: str, scratch: str, caches: list[str], log
         os.dup2(devnull, 0)
         os.close(devnull)
         _close_fds({sock.fileno()})
+        import faulthandler
+
+        faulthandler.register(signal.SIGUSR1, all_threads=True)  # a stuck runner's stacks, into its log
         os.setsid()  # a session and process group of its own: nothing it signals as a group is the judge's
         box = Sandbox(Path(scratch), [Path(c) for c in caches], device, profiled=profiled)
         if isolate(box, pid_namespace):
@@ -88,8 +92,6 @@ def start(sock: socket.socket, device: str, scratch: str, caches: list[str], log
                 _, status = os.waitpid(pid, 0)
                 code = os.waitstatus_to_exitcode(status)
                 if code < 0:  # the runner died of a signal: so does this process, for the judge to see
-                    import signal
-
                     signal.signal(-code, signal.SIG_DFL)
                     os.kill(os.getpid(), -code)
                 os._exit(code & 0xFF)

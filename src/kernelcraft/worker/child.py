@@ -525,7 +525,11 @@ class _Confirmer:
                                judge.d.axis_values(w.axes))
             self.subject._ask("profile", protocol.EmptyReply, calls=confirm.CALLS)
         except Refused as e:
-            self.error = f"the runner under Nsight Compute failed: {e.reason[:800]}"
+            try:
+                out = self.output.read_text(errors="replace")[-800:]
+            except OSError:
+                out = ""
+            self.error = f"the runner under Nsight Compute failed: {e.reason[:1500]}; ncu said: {out or '(nothing)'}"
 
     def close(self) -> None:
         if self.subject is not None:
