@@ -5,6 +5,8 @@
 age=${1:-40}
 while sleep 3; do
   for pid in $(pgrep -f "kernelcraft.runner --fd"); do
+    # ncu's and its subreaper's command lines name the runner too: only the Python process itself
+    readlink "/proc/$pid/exe" 2>/dev/null | grep -q python || continue
     et=$(ps -o etimes= -p "$pid" | tr -d ' ')
     [ -n "$et" ] && [ "$et" -ge "$age" ] || continue
     [ -f "/tmp/watched.$pid" ] && continue

@@ -100,7 +100,8 @@ def test_a_runner_started_under_a_launcher_speaks_the_protocol(tmp_path, monkeyp
         assert called.error == "" and called.wrong is None, called
         xf = x.float()
         ref = (xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + 1e-5) * w.float()).to(torch.bfloat16)
-        assert (called.outputs[0].float() - ref.float()).abs().max() < 0.05
+        # bf16 outputs of |x| up to ~8: one bf16 step there is 0.0625, so the bound is relative
+        torch.testing.assert_close(called.outputs[0].float(), ref.float(), rtol=1.6e-2, atol=1e-2)
     finally:
         client.close()
     assert out_file.read_text().startswith("==PROF== stand-in")

@@ -31,6 +31,9 @@ from pathlib import Path
 
 MARGIN = 0.20  # reported latency may be this much below Nsight Compute's kernel time and still agree
 CALLS = 3
+# the profiled calls of one workload may take this long (ncu's per-kernel overhead is milliseconds):
+# a stalled profiler costs a candidate at most this, and its record says unconfirmed
+PROFILE_TIMEOUT_S = 60.0
 MARKER = "spin_kernel"
 TORCH_COMPUTE = re.compile(r"at::native::|cublas|cutlass|sm90_xmma|sm80_xmma|gemm|cudnn", re.IGNORECASE)
 TORCH_HARMLESS = re.compile(r"FillFunctor|fill_kernel|zero|copy_kernel|CopyFunctor|direct_copy", re.IGNORECASE)

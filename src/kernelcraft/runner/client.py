@@ -70,6 +70,9 @@ def descendants(pid: int) -> list[int]:
     return out
 
 
+LAUNCHER_EXIT_S = 60.0  # a launcher (ncu) writes its report once its target has exited; then it is killed
+
+
 class RunnerClient:
     """One runner process and the socket to it: forked (the default), or started as a program under
     ``launcher`` (e.g. Nsight Compute's command line), whose output goes to ``launcher_output``."""
@@ -122,16 +125,22 @@ class RunnerClient:
         sb = msg["sandbox"]
         self.sandbox = {"held": [str(x)[:300] for x in sb.get("held", [])][:20],
                         "degraded": [str(x)[:300] for x in sb.get("degraded", [])][:20]}
+        if self.popen is not None:
+            self.sandbox["degraded"].append("not stopped between requests (a runner under Nsight Compute)")
         self.freeze()
 
     def _signal_all(self, sig: int) -> None:
-        # under a launcher (Nsight Compute), the launcher is trusted and left running: stopping it
-        # with its target would stall its own exchanges with the target
-        for p in descendants(self.pid)[1 if self.popen is not None else 0:]:
+        for p in descendants(self.pid):
             with contextlib.suppress(OSError):
                 os.kill(p, sig)
 
     def freeze(self) -> None:
+        """Stop the runner between requests (a forked runner only). A runner under a launcher is left
+        running: Nsight Compute's tree tracker (a subreaper between ncu and the runner) and its injected
+        library's threads exchange with ncu on their own schedule, and the profiled runner's calls feed
+        no verdict but ncu's kernel durations (its record says it was not frozen)."""
+        if self.popen is not None:
+            return
         if not self._frozen:
             self._signal_all(signal.SIGSTOP)
             self._frozen = True
@@ -186,7 +195,7 @@ class RunnerClient:
         if self.popen is not None:
             # a launcher (a profiler) writes its report once its target has exited: give it that time
             with contextlib.suppress(subprocess.TimeoutExpired):
-                self.popen.wait(timeout=120)
+                self.popen.wait(timeout=LAUNCHER_EXIT_S if not self.timed_out else 5.0)
         for p in reversed(descendants(self.pid)):
             with contextlib.suppress(OSError):
                 os.kill(p, signal.SIGKILL)

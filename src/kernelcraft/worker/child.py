@@ -477,6 +477,7 @@ class _Confirmer:
         from kernelcraft.runner.client import ProtocolError, RunnerClient, RunnerDied
 
         self.error, self.client, self.subject = "", None, None
+        self.timeout_s = job.workload_timeout_s
         ncu = find_ncu()
         if ncu is None:
             self.error = "Nsight Compute (ncu) not found: the reported timing is not confirmed out of process"
@@ -523,7 +524,8 @@ class _Confirmer:
         try:
             self.subject.place(make_inputs(judge.task, w, judge.seed + 0xC0F, judge.device),
                                judge.d.axis_values(w.axes))
-            self.subject._ask("profile", protocol.EmptyReply, calls=confirm.CALLS)
+            self.subject._ask("profile", protocol.EmptyReply, timeout=min(self.timeout_s, confirm.PROFILE_TIMEOUT_S),
+                              calls=confirm.CALLS)
         except Refused as e:
             try:
                 out = self.output.read_text(errors="replace")[-800:]
