@@ -174,6 +174,16 @@ def _expr_for(vals: tuple[int, ...], var: dict[str, tuple[int, ...]], const: dic
     return None
 
 
+def _derived_name(expr: str) -> str:
+    """``2 * seq_len`` -> ``seq_len_x2``, ``a * b`` -> ``a_x_b``, ``kv_len + 1`` -> ``kv_len_plus_1``."""
+    parts = [p.strip() for p in expr.split("*")]
+    if len(parts) > 1 and parts[0].isdigit():
+        return "_x_".join(parts[1:]) + f"_x{parts[0]}"
+    if len(parts) > 1:
+        return "_x_".join(parts)
+    return expr.replace(" + ", "_plus_").replace(" - ", "_minus_")
+
+
 def infer_axes(progs: list[Program], hints: dict[tuple[int, ...], str]) -> Axes:
     """Axes of one region seen once per observation (phase); ``hints`` names var axes by their values."""
     first = progs[0]
@@ -214,7 +224,7 @@ def infer_axes(progs: list[Program], hints: dict[tuple[int, ...], str]) -> Axes:
         if expr is None:
             raise Unsupported(f"{what} takes the values {vals} across the phases, which no expression of the "
                               f"inputs' axes {dict(var)} gives")
-        name = "n_" + "".join(c if c.isalnum() else "_" for c in expr).replace("__", "_")
+        name = _derived_name(expr)
         by_vals[vals] = name
         var[name] = vals
         derived[name] = expr
