@@ -287,15 +287,24 @@ def _fmt(t, ints: list[str | None], pos: list[int]) -> str:
     raise Unsupported(f"cannot write {t!r}")
 
 
-def source(p: Program, axes: Axes, header: str) -> str:
+def source(p: Program, axes: Axes, header: str, native: bool = False) -> str:
+    """The reference's source. ``native``: the region's ops do not run in float64 (measured at capture),
+    so float64 inputs are cast back to the captured dtypes and the ops run as the model runs them."""
     params = [f"x{i}" for i in range(len(p.inputs))]
     lines = ['"""' + header.strip() + '\n"""', "import operator", "", "import torch", "", "",
-             f"def run({', '.join(params)}):",
-             "    # float64 inputs (the judge's reference run): every floating dtype the graph names follows",
-             f"    _hi = any(t.dtype == torch.float64 for t in ({', '.join(params)},))",
-             "    _dev = x0.device", "",
-             "    def _fl(d):",
-             "        return torch.float64 if _hi and d.is_floating_point else d", ""]
+             f"def run({', '.join(params)}):"]
+    if native:
+        lines.append("    # these ops do not run in float64 (seen at capture): float64 inputs run in the captured dtypes")
+        for i, (dt, _) in enumerate(p.inputs):
+            if dt.startswith(("float", "bfloat")):
+                lines.append(f"    x{i} = x{i}.to(torch.{dt}) if x{i}.dtype == torch.float64 else x{i}")
+        lines.append("    _hi = False")
+    else:
+        lines += ["    # float64 inputs (the judge's reference run): every floating dtype the graph names follows",
+                  f"    _hi = any(t.dtype == torch.float64 for t in ({', '.join(params)},))"]
+    lines += ["    _dev = x0.device", "",
+              "    def _fl(d):",
+              "        return torch.float64 if _hi and d.is_floating_point else d", ""]
     for name, (i, j) in axes.bind.items():
         if name not in axes.derived:
             lines.append(f"    {name} = x{i}.shape[{j}]")
