@@ -762,6 +762,51 @@ def e2e_cmd(
         console.print(f"wrote {json_path}", highlight=False)
 
 
+@app.command("capture")
+def capture_cmd(
+    model: Annotated[str, typer.Argument(help="a preset (llama-tiny, llama3-8b, qwen3-next, qwen3-next-tiny), "
+                                              "hf:MODEL_TYPE[,key=value...] or module:factory")],
+    out: Annotated[Path, typer.Option("--out", help="a new folder for the task folders and capture.json")],
+    compile_: Annotated[bool, typer.Option("--compile", help="regions are Inductor's kernels (else eager operators)")] = False,
+    top: Annotated[int, typer.Option(help="task folders (or catalog links) to write, by share of the step")] = 5,
+    batch: Annotated[int, typer.Option(help="sequences per step")] = 1,
+    seq: Annotated[int, typer.Option(help="prefill tokens per sequence (decode runs after a cache of this many)")] = 32,
+    layers: Annotated[int | None, typer.Option(help="decoder layers (trims the preset)")] = None,
+    device: Annotated[str, typer.Option(help="cpu, cuda, cuda:N, or auto")] = "auto",
+    dtype: Annotated[str, typer.Option(help="the model's dtype")] = "bfloat16",
+    iters: Annotated[int, typer.Option(help="profiled steps per phase")] = 5,
+    phase: Annotated[list[str] | None, typer.Option(help="prefill and/or decode (default both)")] = None,
+    catalog: Annotated[Path | None, typer.Option(help="catalog to link against (default: this repository's tasks/)")] = None,
+    seed: Annotated[int, typer.Option(help="weights and token ids")] = 0,
+) -> None:
+    """Profile a model, rank its operators (or Inductor's fused kernels) by share of the step, and write
+    the top ones as task folders (or link the catalog task that computes the same)."""
+    import shlex
+    import sys
+
+    from kernelcraft.capture.models import CaptureError
+    from kernelcraft.capture.run import PHASES, CaptureOptions, capture
+
+    phases = tuple(phase or PHASES)
+    bad = [p for p in phases if p not in PHASES]
+    if bad:
+        err.print(f"--phase {bad[0]}: use prefill and/or decode")
+        raise typer.Exit(2)
+    opts = CaptureOptions(spec=model, out=out, compile=compile_, top=top, batch=batch, seq=seq, device=_device(device),
+                          dtype=dtype, layers=layers, iters=iters, seed=seed, catalog=catalog, phases=phases,
+                          command="kernelcraft " + shlex.join(sys.argv[1:]))
+    try:
+        with console.status("capturing and profiling ..."):
+            index = capture(opts)
+    except CaptureError as e:
+        err.print(f"[red]capture[/]: {escape(str(e))}", highlight=False, soft_wrap=True)
+        raise typer.Exit(2) from None
+    console.print((out / "README.md").read_text(), markup=False, highlight=False)
+    n = sum(1 for r in index["regions"] if r.get("task_dir"))
+    links = sum(1 for r in index["regions"] if r.get("link"))
+    console.print(f"wrote {n} task folder(s) and {links} catalog link(s) under {out} (capture.json)", highlight=False)
+
+
 def _print_e2e(rec: dict) -> None:
     m, c, p = rec["model"], rec["correctness"], rec["prediction"]
     console.print(f"{m['arch']} ({m['preset']}, {m['config']['num_hidden_layers']} layers, hidden {m['config']['hidden_size']}, "
