@@ -52,7 +52,9 @@ CACHE_SUBDIRS = ("triton", "build", "torch_extensions")
 ENV_ALLOWED = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "CUDA_HOME", "CUDA_PATH", "CUDA_VISIBLE_DEVICES",
                "LD_LIBRARY_PATH", "PYTHONPATH", "PYTHONHASHSEED", "PYTHONUNBUFFERED", "TRITON_INTERPRET",
                "TRITON_PTXAS_PATH", "TORCH_CUDA_ARCH_LIST", "NVIDIA_VISIBLE_DEVICES", "NVIDIA_DRIVER_CAPABILITIES",
-               "CC", "CXX", "CUDAHOSTCXX", "MAX_JOBS", "OMP_NUM_THREADS")
+               "CC", "CXX", "CUDAHOSTCXX", "MAX_JOBS", "OMP_NUM_THREADS",
+               # the device machines keep NVLink multicast off in every program (device/KINDS.md)
+               "NCCL_NVLS_ENABLE", "TORCH_SYMM_MEM_DISABLE_MULTICAST", "NVSHMEM_DISABLE_NVLS")
 # /etc entries compilers, the dynamic loader and Python read; not /etc as a whole (shadow, ssh keys)
 ETC_ALLOWED = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "localtime", "nsswitch.conf", "passwd", "group",
                "hosts", "host.conf", "resolv.conf", "alternatives", "os-release", "debian_version", "mime.types",
