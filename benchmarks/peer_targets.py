@@ -285,12 +285,36 @@ def table(results: list[dict], cat: dict) -> str:
     return "\n".join(out)
 
 
+def _pct(x) -> str:
+    return "-" if x is None else f"{x:.1%}"
+
+
+def markdown(r: dict) -> str:
+    """One record's per-workload table in Markdown (what the task READMEs quote)."""
+    rows = ["| workload | MB moved | candidate ms (sol) | best peer | best peer ms (sol) | x best peer | target |",
+            "|---|---|---|---|---|---|---|"]
+    for w in r["workloads"]:
+        axes = ", ".join(f"{k}={v}" for k, v in w["axes"].items())
+        marks = []
+        for key, label in (("large", ">= 64 MB: within 2%"), ("decode", "<= 64 rows: ahead")):
+            t = w["targets"][key]
+            if t is not None:
+                marks.append(f"{label}: " + ("?" if t["holds"] is None else "holds" if t["holds"] else
+                                             f"**missed** (needs {'>' if t['strict'] else '>='} {t['cut_needed_pct']:.1f}% less time)"))
+        mb = "-" if w["mb"] is None else f"{w['mb']:.1f}" if w["mb"] >= 10 else f"{w['mb']:.3g}"
+        rows.append(f"| {axes} | {mb} | {_f(w['candidate_ms'], '.4f')} ({_pct(w['candidate_sol'])}) | "
+                    f"{w['best_peer_label'] or '-'} | {_f(w['best_peer_ms'], '.4f')} ({_pct(w['best_peer_sol'])}) | "
+                    f"{_f(w['ratio'], '.3f')} | {'; '.join(marks) or '-'} |")
+    return "\n".join(rows)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("records", nargs="*", type=Path, help="evaluation records (default: the 8 catalog records of results/h200)")
     ap.add_argument("--out", type=Path, default=None, help=f"JSON to write (default {_rel(DEFAULT_OUT)} for the default records)")
     ap.add_argument("--candidate", action="append", default=[], metavar="TASK=NAME",
                     help="the candidate to judge in TASK's record (TASK: the record's file stem or task name)")
+    ap.add_argument("--markdown", action="store_true", help="print each record's table in Markdown instead")
     a = ap.parse_args(argv)
     paths = a.records or DEFAULT_RECORDS
     out_path = a.out or (DEFAULT_OUT if not a.records else None)
@@ -301,6 +325,10 @@ def main(argv: list[str] | None = None) -> int:
         pick = picks.get(Path(p).stem, picks.get(record["task"]))
         results.append(analyse(record, Path(p), pick))
     cat = catalog(results)
+    if a.markdown:
+        for r in results:
+            print(f"{r['record']}: {r['candidate']}, x best peer {_f(r.get('geomean'), '.3f')}\n\n{markdown(r)}\n")
+        return 0
     print(table(results, cat))
     if out_path is not None:
         command = "PYTHONPATH=src python3 benchmarks/peer_targets.py" + "".join(f" {_rel(p)}" for p in a.records) + (

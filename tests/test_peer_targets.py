@@ -101,6 +101,9 @@ def test_missed_targets_say_by_how_much_and_the_catalog_mean():
     cat = pt.catalog([fast, slow])
     assert cat["geomean"] == pytest.approx((fast["geomean"] * slow["geomean"]) ** 0.5)
     assert cat["holds"] is (cat["geomean"] >= 1.10) and cat["workload_targets_missed"] == 2
+    md = pt.markdown(slow).splitlines()
+    assert md[2].startswith("| batch_size=1 | 0.0246 | 0.0060 (") and "**missed** (needs > 33.3% less time)" in md[2]
+    assert "peer:liger (liger-kernel 0.8.5) | 0.0900 (" in md[4] and "**missed** (needs >= 7.2% less time)" in md[4]
     with pytest.raises(SystemExit, match="no candidate named 'nope'"):
         pt.analyse(_record(_rows()), ROOT / "x.json", candidate="nope")
 
