@@ -9,9 +9,20 @@ exactly these defaults:
   bounds; there is no fraction of elements allowed to fail.
 - ``[weights]`` workload uuid -> weight in the geometric mean; every workload 1.0 by default.
 - ``[inputs.<name>]`` how a ``random`` input is drawn: ``dist = "normal"`` (mean, std),
-  ``"uniform"`` (low, high) or ``"randint"`` (low inclusive, high exclusive). Default per dtype:
-  floats N(0, 1); int8 randint[-128, 128); other ints randint[-1024, 1024); uint8 randint[0, 256);
-  bool randint[0, 2) (FlashInfer-Bench's choices).
+  ``"uniform"`` (low, high), ``"randint"`` (low inclusive, high exclusive), ``"softmax"`` (normal
+  draws, then softmax over the last dim: probabilities, as FlashInfer-Bench draws a sampler's
+  ``probs``) or ``"offsets"`` (a 1-d int input ``[batch + 1]`` of non-decreasing offsets from 0 to
+  ``total``, an axis expression; segments of at least 1 when total allows; ``within = "other"``
+  keeps each segment no longer than the other offsets input's: FlashInfer's ``qo_indptr`` within
+  ``kv_indptr``). Default per dtype: floats N(0, 1); int8 randint[-128, 128); other ints
+  randint[-1024, 1024); uint8 randint[0, 256); bool randint[0, 2) (FlashInfer-Bench's choices).
+  Bounds and totals may be expressions over axis names.
+- ``[inputs] generator = "FILE::FUNC"``: the task's own input generator instead. FILE is a Python
+  file in the task folder (trusted task code: the judge runs it, a candidate never sees it);
+  ``FUNC(axes, device, seed)`` gets every axis value of the workload, the device and the
+  workload's seed, and returns run()'s inputs in the definition's order. An item may be None
+  where the workload gives that input (``scalar`` or ``safetensors``). Tensors are checked against
+  the definition's shapes and dtypes. No ``[inputs.<name>]`` table may be given with it.
 - ``[limits]`` ``build_timeout_s`` 900 (a torch extension build can take minutes),
   ``workload_timeout_s`` 300 (one workload's correctness run, reference included, or its timing).
 - ``[timing]`` ``budget_ms`` 500 per timed function per workload, ``min_reps`` 10, ``max_reps`` 1000,
@@ -21,7 +32,9 @@ exactly these defaults:
   ``require_approval`` false: when true, a candidate is promoted only after a person has approved
   its exact source (``kernelcraft approve CANDIDATE --by NAME``, recorded in the ledger).
 - ``[integrity]`` ``deterministic`` true (outputs bit-identical on repeat), ``allowed_torch_ops`` []
-  (aten op names a candidate may call besides allocation, views and metadata).
+  (aten op names a candidate may call besides allocation, views and metadata), ``allow_device_sync``
+  false (true: C/C++ sources may call ``cudaDeviceSynchronize``, as FlashInfer-Trace's CUDA
+  solutions do; a sync lets no work escape the timer).
 - ``[generalization]`` ``holdouts`` 3 (holdout shapes drawn per run within the definition's
   constraints: size 1, odd sizes, larger than any workload), ``shapes`` [] (fixed extra holdouts,
   each a table of var-axis values).
@@ -37,7 +50,11 @@ exactly these defaults:
   ``argmin`` (an index per row whose objective, e.g. the squared distance to the chosen centroid, is
   within ``atol + rtol * scale`` of the best one) and ``balanced_kmeans`` (capacities, objective
   within ``objective_rtol`` of the reference's, centroids consistent with the assignment) name the
-  inputs and outputs they read. An output no checker names is judged by ``tolerance``.
+  inputs and outputs they read; ``sampling`` (a sampler's indices: each sample inside the top-k /
+  top-p set, the frequencies over many draws within a total-variation distance of the kept
+  probabilities, FlashInfer-Bench's rule). ``tolerance`` takes ``min_matched_ratio`` (default 1:
+  every element; FlashInfer-Bench's low-bit MoE evaluator uses 0.95). An output no checker names
+  is judged by ``tolerance``.
 - ``target_hardware`` list of device names the task is meant for (informational), default any.
 """
 
@@ -47,7 +64,7 @@ import tomllib
 from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from kernelcraft.errors import InputError, Problem
 from kernelcraft.task.dtypes import DEFAULT_TOLERANCE, DType
@@ -93,17 +110,30 @@ def _axis_expression(v: float | str) -> float | str:
 
 
 class InputDistribution(_Strict):
-    dist: Literal["normal", "uniform", "randint"]
+    dist: Literal["normal", "uniform", "randint", "offsets", "softmax"]
     mean: float = 0.0
     std: float = 1.0
     # a number, or an expression over axis names ("vocab_size"): a target index in [0, vocab_size)
     low: float | str = 0.0
     high: float | str = 1.0
+    # "offsets": the last value (an axis expression, e.g. "num_kv_indices"); the first is 0
+    total: int | str | None = None
+    # "offsets": another "offsets" input whose segments bound this one's (a prefill's queries see at
+    # least their own keys: qo_indptr within kv_indptr)
+    within: str | None = None
 
-    @field_validator("low", "high")
+    @field_validator("low", "high", "total")
     @classmethod
-    def _safe(cls, v: float | str) -> float | str:
-        return _axis_expression(v)
+    def _safe(cls, v: float | str | None) -> float | str | None:
+        return v if v is None else _axis_expression(v)
+
+    @model_validator(mode="after")
+    def _offsets(self) -> InputDistribution:
+        if self.dist == "offsets" and self.total is None:
+            raise ValueError('dist = "offsets" needs total (the last offset: an axis expression such as "total_q")')
+        if self.dist != "offsets" and (self.total is not None or self.within is not None):
+            raise ValueError('total and within belong to dist = "offsets"')
+        return self
 
     def bounds(self, axes: dict[str, int]) -> tuple[float, float]:
         from kernelcraft.task.definition import eval_expression
@@ -134,6 +164,9 @@ class Promotion(_Strict):
 class Integrity(_Strict):
     deterministic: bool = True  # two runs on identical inputs must agree bit for bit
     allowed_torch_ops: list[str] = Field(default_factory=list)  # aten op names a candidate may call
+    # C/C++ sources may call cudaDeviceSynchronize (FlashInfer-Trace's CUDA solutions do): a device-wide
+    # sync inside the call lets no work escape the timer, it only costs the candidate time
+    allow_device_sync: bool = False
 
 
 class Generalization(_Strict):
@@ -161,6 +194,9 @@ class ToleranceCheck(_Strict):
     """Element-wise: an element fails when its error exceeds both atol and rtol * |reference|."""
     kind: Literal["tolerance"]
     outputs: list[str] = Field(min_length=1)
+    # the share of each output's elements that must pass (FlashInfer-Bench's required_matched_ratio,
+    # 0.95 for its low-bit MoE evaluator); 1.0: every element. NaN/Inf disagreements always fail.
+    min_matched_ratio: float = Field(default=1.0, gt=0, le=1)
 
 
 class ExactCheck(_Strict):
@@ -204,14 +240,32 @@ class BalancedKMeansCheck(_Strict):
     objective_rtol: float = Field(default=1e-3, ge=0)
 
 
-Check = Annotated[ToleranceCheck | ExactCheck | TopKCheck | ArgminCheck | BalancedKMeansCheck,
+class SamplingCheck(_Strict):
+    """A sampler (FlashInfer-Bench's sampling evaluator): every sample an index of ``probs``' last dim that
+    the thresholding keeps (top-k with ties, top-p within ``top_p_eps`` of the nucleus), and the samples'
+    frequencies within total-variation distance ``tvd`` of the renormalised kept probabilities, per row,
+    over ``samples_per_row`` draws (``probs`` tiled to ``batch_rows`` rows per call)."""
+    kind: Literal["sampling"]
+    samples: str  # output [batch] (or a scalar for one row): the drawn indices
+    probs: str  # input [batch, vocab]: probabilities
+    top_k: str | None = None  # input [batch] int: per-row k (k <= 0 or k >= vocab: no top-k)
+    top_p: str | None = None  # input [batch] float: per-row p (p <= 0 or p >= 1: no top-p)
+    tvd: float = Field(default=0.2, gt=0, le=1)  # FlashInfer-Bench's sampling_tvd_threshold
+    samples_per_row: int = Field(default=500_000, ge=1)  # FlashInfer-Bench's num_trials
+    batch_rows: int = Field(default=10_000, ge=1)  # rows per call (the batch tiled up to this)
+    top_p_eps: float = Field(default=0.05, ge=0)  # nucleus slack for the validity mask
+
+
+Check = Annotated[ToleranceCheck | ExactCheck | TopKCheck | ArgminCheck | BalancedKMeansCheck | SamplingCheck,
                   Field(discriminator="kind")]
 
 
 class Contract(_Strict):
     tolerance: Tolerances = Field(default_factory=Tolerances)
     weights: dict[str, float] = Field(default_factory=dict)
-    inputs: dict[str, InputDistribution] = Field(default_factory=dict)
+    # [inputs.<name>] distributions; [inputs] generator = "FILE::FUNC" (a string) names the task's own
+    # input generator instead (see input_generator)
+    inputs: dict[str, InputDistribution | str] = Field(default_factory=dict)
     limits: Limits = Field(default_factory=Limits)
     timing: TimingPolicy = Field(default_factory=TimingPolicy)
     promotion: Promotion = Field(default_factory=Promotion)
@@ -220,6 +274,28 @@ class Contract(_Strict):
     roofline: Roofline = Field(default_factory=Roofline)
     target_hardware: list[str] = Field(default_factory=list)
     check: list[Check] = Field(default_factory=list)
+
+    @field_validator("inputs")
+    @classmethod
+    def _generator(cls, v: dict) -> dict:
+        for key, value in v.items():
+            if isinstance(value, str) and key != "generator":
+                raise ValueError(f"inputs.{key} is a string; only inputs.generator (\"FILE::FUNC\") may be one, "
+                                 f"an input's distribution is a table [inputs.{key}]")
+        gen = v.get("generator")
+        if isinstance(gen, str) and (gen.count("::") != 1 or not all(gen.split("::"))):
+            raise ValueError(f"inputs.generator {gen!r} must look like \"inputs.py::make_inputs\"")
+        return v
+
+    @property
+    def input_generator(self) -> tuple[str, str] | None:
+        """(file, function) of ``[inputs] generator``, or None."""
+        gen = self.inputs.get("generator")
+        return tuple(gen.split("::")) if isinstance(gen, str) else None
+
+    @property
+    def input_dists(self) -> dict[str, InputDistribution]:
+        return {k: v for k, v in self.inputs.items() if isinstance(v, InputDistribution)}
 
     def weight(self, uuid: str) -> float:
         return self.weights.get(uuid, 1.0)

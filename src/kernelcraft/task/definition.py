@@ -12,6 +12,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 
+from kernelcraft.task import expressions
 from kernelcraft.task.dtypes import ALIASES, DType
 
 DTypeName = Annotated[DType, BeforeValidator(lambda v: ALIASES.get(v, v))]
@@ -38,37 +39,23 @@ class TensorSpec(BaseModel):
     description: str | None = None
 
 
-# Node types allowed in a constraint: arithmetic, comparisons and boolean logic over axis names.
-_CONSTRAINT_NODES = (
-    ast.Expression, ast.BoolOp, ast.And, ast.Or, ast.UnaryOp, ast.Not, ast.USub, ast.UAdd,
-    ast.BinOp, ast.Add, ast.Sub, ast.Mult, ast.Div, ast.FloorDiv, ast.Mod, ast.Pow,
-    ast.Compare, ast.Eq, ast.NotEq, ast.Lt, ast.LtE, ast.Gt, ast.GtE, ast.Name, ast.Load, ast.Constant,
-)
-
-
-def parse_constraint(text: str) -> ast.Expression:
-    """Parse a constraint such as ``"two_i == 2 * intermediate_size"``; raise ValueError if unsafe."""
-    tree = ast.parse(text, mode="eval")
-    for node in ast.walk(tree):
-        if not isinstance(node, _CONSTRAINT_NODES):
-            raise ValueError(f"constraint {text!r} uses {type(node).__name__}, which is not allowed")
-        if isinstance(node, ast.Constant) and not isinstance(node.value, int | float | bool):
-            raise ValueError(f"constraint {text!r} has a non-numeric constant {node.value!r}")
-    return tree
+def parse_constraint(text: str):
+    """Parse an axis expression such as ``"two_i == 2 * intermediate_size"`` (contract bounds, roofline
+    formulas); raise ValueError if it uses anything but arithmetic and comparisons over names."""
+    return expressions.parse(text)
 
 
 def expression_names(text: str) -> set[str]:
-    """The axis names an expression (a constraint or a roofline formula) refers to."""
-    return {n.id for n in ast.walk(parse_constraint(text)) if isinstance(n, ast.Name)}
+    """The axis names an axis expression (a contract bound or a roofline formula) refers to."""
+    return expressions.names(text)
 
 
 def eval_expression(text: str, axes: dict[str, int]) -> int | float | bool:
     """Evaluate arithmetic/comparisons over axis values; ValueError if unsafe or naming unknown axes."""
-    tree = parse_constraint(text)
     missing = expression_names(text) - set(axes)
     if missing:
         raise ValueError(f"expression {text!r} names unknown axes {sorted(missing)}")
-    return eval(compile(tree, "<expression>", "eval"), {"__builtins__": {}}, dict(axes))
+    return expressions.evaluate(text, dict(axes))
 
 
 def eval_constraint(text: str, axes: dict[str, int]) -> bool:
@@ -109,8 +96,11 @@ class Definition(BaseModel):
             raise ValueError(f"'reference' is not valid Python: line {e.lineno}: {e.msg}") from None
         if not any(isinstance(n, ast.FunctionDef) and n.name == "run" for n in module.body):
             raise ValueError("'reference' must define a top-level function `run`")
+        known = set(self.axes) | set(self.inputs)
         for c in self.constraints:
-            parse_constraint(c)
+            unknown = expressions.names(c, values=True) - known
+            if unknown:
+                raise ValueError(f"constraint {c!r} names {sorted(unknown)}, which are neither axes nor inputs")
         return self
 
     @property
@@ -126,8 +116,28 @@ class Definition(BaseModel):
     def shape(self, spec: TensorSpec, axes: dict[str, int]) -> tuple[int, ...] | None:
         return None if spec.shape is None else tuple(axes[a] for a in spec.shape)
 
+    def value_constraints(self) -> list[str]:
+        """Constraints that read input values (``num_kv_indices == kv_indptr[-1].item()``): they can only
+        be checked on drawn inputs (:func:`kernelcraft.task.inputs.make_inputs` does)."""
+        return [c for c in self.constraints if expressions.value_names(c) & set(self.inputs)]
+
+    def _shape_env(self, axes: dict[str, int]) -> dict[str, object]:
+        env: dict[str, object] = {n: expressions.Shape(n, self.shape(s, axes)) for n, s in self.inputs.items()}
+        env.update(axes)
+        return env
+
     def violated_constraints(self, axes: dict[str, int]) -> list[str]:
-        return [c for c in self.constraints if not eval_constraint(c, axes)]
+        """The constraints these axis values break; those that read input values are left to the
+        drawn inputs (:meth:`violated_value_constraints`). Shapes (``x.shape[1] == h``) follow from the axes."""
+        value = set(self.value_constraints())
+        env = self._shape_env(axes)
+        return [c for c in self.constraints if c not in value and not expressions.evaluate(c, env, values=True)]
+
+    def violated_value_constraints(self, axes: dict[str, int], inputs: list) -> list[str]:
+        """The value constraints the drawn inputs (in definition order) break."""
+        env: dict[str, object] = dict(zip(self.inputs, inputs, strict=True))
+        env.update(axes)
+        return [c for c in self.value_constraints() if not expressions.evaluate(c, env, values=True)]
 
     def to_json_dict(self) -> dict[str, Any]:
         return self.model_dump(mode="json", exclude_none=True)

@@ -187,6 +187,54 @@ def _check_python_run(path: Path, what: str) -> list[Problem]:
     return []
 
 
+def _generator_problems(root: Path, contract: Contract, definition: Definition) -> list[Problem]:
+    """``[inputs] generator``: a file inside the task folder that defines the function at top level."""
+    if contract.input_generator is None:
+        return []
+    where = root / "contract.toml"
+    file, func = contract.input_generator
+    problems = []
+    rel = Path(file)
+    if rel.is_absolute() or ".." in rel.parts:
+        return [Problem(where, "inputs.generator", f"{file} is outside the task folder", "name a file in the task folder")]
+    path = root / rel
+    if not path.is_file():
+        return [Problem(where, "inputs.generator", f"{path} not found", "add the file or fix the name")]
+    try:
+        module = ast.parse(path.read_text(), filename=str(path))
+    except SyntaxError as e:
+        return [Problem(path, f"line {e.lineno}", f"syntax error: {e.msg}")]
+    fn = next((n for n in module.body if isinstance(n, ast.FunctionDef) and n.name == func), None)
+    if fn is None:
+        problems.append(Problem(path, func, f"no top-level function {func!r}",
+                                f"define {func}(axes, device, seed) returning the inputs in definition order"))
+    elif len(fn.args.args) + len(fn.args.posonlyargs) < 3 and fn.args.vararg is None:
+        problems.append(Problem(path, func, f"{func}() takes fewer than 3 arguments",
+                                "it is called as FUNC(axes: dict, device: str, seed: int)"))
+    for name in contract.input_dists:
+        problems.append(Problem(where, f"inputs.{name}", "a distribution, but [inputs] generator makes every random input",
+                                "remove the table, or the generator"))
+    return problems
+
+
+def _dist_problems(where: Path, name: str, dist, contract: Contract, definition: Definition) -> list[Problem]:
+    spec = definition.inputs[name]
+    problems = []
+    if dist.dist == "offsets":
+        if spec.shape is None or len(spec.shape) != 1 or spec.dtype.startswith(("float", "bfloat", "bool")):
+            problems.append(Problem(where, f"inputs.{name}.dist", f"offsets need a 1-d integer input; {name} is "
+                                    f"{spec.dtype} {spec.shape}", "use randint, or fix the definition"))
+        if dist.within is not None:
+            other = contract.input_dists.get(dist.within)
+            if other is None or other.dist != "offsets":
+                problems.append(Problem(where, f"inputs.{name}.within", f"{dist.within!r} is not an input drawn as "
+                                        "offsets", "name an input with dist = \"offsets\""))
+    if dist.dist == "softmax" and not spec.dtype.startswith(("float", "bfloat")):
+        problems.append(Problem(where, f"inputs.{name}.dist", f"softmax makes probabilities; {name} is {spec.dtype}",
+                                "use it for a floating input"))
+    return problems
+
+
 def load_task(root: str | Path) -> Task:
     """Load a task folder, or raise InputError listing every problem found."""
     root = Path(root)
@@ -208,10 +256,13 @@ def load_task(root: str | Path) -> Task:
         for uuid in contract.weights:
             if uuid not in uuids:
                 problems.append(Problem(root / "contract.toml", f"weights.{uuid}", "no workload has this uuid", "fix or remove it"))
-        for name, dist in contract.inputs.items():
+        problems += _generator_problems(root, contract, definition)
+        for name, dist in contract.input_dists.items():
             if name not in definition.inputs:
                 problems.append(Problem(root / "contract.toml", f"inputs.{name}", "not an input of the definition", f"use one of {list(definition.inputs)}"))
-            for bound in ("low", "high"):
+                continue
+            problems += _dist_problems(root / "contract.toml", name, dist, contract, definition)
+            for bound in ("low", "high", "total"):
                 expr = getattr(dist, bound)
                 if isinstance(expr, str) and expression_names(expr) - set(definition.axes):
                     problems.append(Problem(root / "contract.toml", f"inputs.{name}.{bound}",
