@@ -3,18 +3,15 @@
 from __future__ import annotations
 
 import inspect
-import math
 from dataclasses import dataclass
 from typing import Any
 
 import torch
 
-from kernelcraft.task.dtypes import TORCH_DTYPES
-
 from ._errors import ConversionError, _describe_error, _stage
 from ._names import _dtype_name, _identifier, _scalar_dtype, _unique
 from ._problem import _loose_tensors, _Problem, _Sample, _seeded
-from ._validate import _MakeConst, _validate, _variants
+from ._validate import _MakeConst, _validate, _variants, scaled_point
 
 
 @dataclass
@@ -37,8 +34,6 @@ class _Plan:
     axis_why: dict[str, str]
     var: list[str]
     workloads: list[dict]  # {"axes": {...}, "scalars": {name: value}, "label": str}
-    dists: dict[str, dict]  # contract [inputs.<name>]
-    dist_why: dict[str, str]
     build_device: str
     loose: list[str]
     probe_device: str
@@ -62,7 +57,7 @@ def _same(a: Any, b: Any) -> bool:
 
 def _analyze(prob: _Problem) -> _Plan:
     with _stage("get_inputs()"):
-        orig = prob.sample({}, real=True)
+        orig = prob.sample({})  # on the meta device where it can be: shapes and dtypes, no memory
     _check_items(orig)
     params, buffers, state, loose = _build_models(prob)
     build_device = "meta" if prob.meta_model is not None and not loose else "cpu"
@@ -78,28 +73,20 @@ def _analyze(prob: _Problem) -> _Plan:
     named = [c for c in prob.consts if c in dim_axis.values()]
     axis_taken = set(named)
 
-    int_inputs = [i for i, inp in enumerate(inputs[:n_args])
-                  if inp.kind == "tensor" and not _torch_dtype(inp).is_floating_point
-                  and _torch_dtype(inp) != torch.bool and orig.items[i].numel() > 0]
-
-    def int_ranges(s: _Sample) -> list[tuple[int, int, int]]:
-        """(low, high, count) of each integer input's drawn values."""
-        return [(int(s.items[i].min()), int(s.items[i].max()) + 1, s.items[i].numel()) for i in int_inputs]
-
-    orig_ranges = int_ranges(orig)
-    ranges: list[tuple[int, int]] = []
-
     # validate var axes: forward at each changed shape, outputs expressible by the axes
     var = list(eligible)
     while True:
         try:
-            out_dims, points, ranges = _validate(prob, var, base_out, int_inputs, orig_ranges, int_ranges, inputs)
+            out_dims, points = _validate(prob, var, base_out)
         except _MakeConst as e:
             for c in e.names:
                 var.remove(c)
                 why[c] = e.reason
             continue
         break
+    small = scaled_point(prob, var, base_out, out_dims, points)
+    if small is not None:
+        points = [small, *points]
 
     for c in var:
         v = prob.consts[c]
@@ -157,15 +144,13 @@ def _analyze(prob: _Problem) -> _Plan:
         scalars = {inputs[i].name: s.items[i] for i in range(n_args) if inputs[i].kind == "scalar"}
         workloads.append({"label": label, "axes": {c: assign[c] for c in var}, "scalars": scalars})
 
-    dists, dist_why = _input_dists(orig, inputs, n_args, int_inputs, ranges)
-    return _Plan(inputs, n_args, outputs, axes, why, var, workloads, dists, dist_why, build_device, loose,
-                 prob.probe_device, state)
+    return _Plan(inputs, n_args, outputs, axes, why, var, workloads, build_device, loose, prob.probe_device, state)
 
 
 def _check_items(orig: _Sample) -> None:
     for i, x in enumerate(orig.items):
         if isinstance(x, torch.Tensor):
-            if x.device.type != "cpu":
+            if x.device.type not in ("cpu", "meta"):
                 raise ConversionError(f"get_inputs() item {i} is on {x.device}; the importer needs CPU tensors")
         elif not isinstance(x, bool | int | float):
             raise ConversionError(f"get_inputs() item {i} is a {type(x).__name__}; only tensors and Python "
@@ -183,7 +168,7 @@ def _build_models(prob: _Problem) -> tuple[list, list, dict[str, torch.Tensor], 
     prob.cpu_model = cpu_model
     params = list(cpu_model.named_parameters())
     buffers = list(cpu_model.named_buffers())
-    state = {k: t.detach().clone().contiguous() for k, t in params + buffers}
+    state = {k: t.detach().contiguous() for k, t in params + buffers}  # no copy: a large model is large once
     try:
         with _seeded(seed), torch.device("meta"):
             prob.meta_model = prob.model_cls(*list(prob.get_init_inputs()))
@@ -280,28 +265,3 @@ def _trace_constants(prob: _Problem, orig: _Sample, inputs: list[_Input]) -> tup
         elif fol:
             why[c] = "; ".join(dict.fromkeys(reasons))
     return follows, changed_by, eligible, why
-
-
-def _input_dists(orig: _Sample, inputs: list[_Input], n_args: int, int_inputs: list[int],
-                 ranges: list[tuple[int, int]]) -> tuple[dict[str, dict], dict[str, str]]:
-    """The contract's [inputs.<name>] tables, and why: integer inputs within the drawn range, non-negative
-    floats uniform over the drawn range."""
-    dists: dict[str, dict] = {}
-    dist_why: dict[str, str] = {}
-    for i, (low, high) in zip(int_inputs, ranges, strict=True):
-        dists[inputs[i].name] = {"dist": "randint", "low": low, "high": high}
-        dist_why[inputs[i].name] = (f"integers in [{low}, {high}): the values get_inputs() drew lie in this range "
-                                    "at every workload's shapes, so indices stay valid")
-    for i in range(n_args):
-        x = orig.items[i]
-        if isinstance(x, torch.Tensor) and x.is_floating_point() and x.numel() > 1:
-            lo, hi = float(x.min()), float(x.max())
-            if math.isfinite(lo) and math.isfinite(hi) and 0.0 <= lo < hi:
-                dists[inputs[i].name] = {"dist": "uniform", "low": lo, "high": hi}
-                dist_why[inputs[i].name] = (f"uniform in [{lo:.6g}, {hi:.6g}): get_inputs() drew only values "
-                                            "in this range, none negative")
-    return dists, dist_why
-
-
-def _torch_dtype(inp: _Input) -> torch.dtype:
-    return TORCH_DTYPES[inp.dtype]

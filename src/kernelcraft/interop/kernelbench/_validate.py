@@ -1,9 +1,18 @@
-"""Which var-axis candidates survive forward() at changed shapes, and the workloads that come of it."""
+"""Which var-axis candidates survive forward() at changed shapes, and the workloads that come of it.
+
+Every probe runs on the meta device where the problem allows (shapes without memory), so a problem
+whose inputs take gigabytes is analysed in megabytes; the scaled-down workload for CPU runs is found
+the same way.
+"""
 
 from __future__ import annotations
 
+import math
+
 from ._errors import _describe_error
 from ._problem import _Problem, _structure
+
+CPU_BYTES = 16_000_000  # `kernelcraft eval --device cpu` skips workloads moving more (its --cpu-max-mb 16)
 
 
 def _variants(v: int) -> list[int]:
@@ -18,13 +27,20 @@ class _MakeConst(Exception):
         self.names, self.reason = names, reason
 
 
-def _validate(prob: _Problem, var: list[str], base_out, int_inputs, orig_ranges, int_ranges, inputs):
-    """(axis name or None per output dim, workload points, range per integer input), or raise _MakeConst.
+def _consistent(base_out, out_dims, assign: dict[str, int], out) -> bool:
+    """forward()'s outputs at ``assign`` have the structure of the problem's and every dim follows its axis."""
+    if _structure(out) != _structure(base_out):
+        return False
+    for j, dims in enumerate(out_dims):
+        for k, name in enumerate(dims or []):
+            want = base_out[j][0][k] if name is None else assign[name]
+            if out[j][0][k] != want:
+                return False
+    return True
 
-    An integer input's range (what get_inputs() drew) may change with a constant, e.g.
-    ``randint(0, num_classes)``: the constant is made const when its changed shapes draw a different
-    range from samples large enough that every value of the range shows up (>= 10 draws per value);
-    the contract's range is the intersection over all workloads, valid at each whatever the samples."""
+
+def _validate(prob: _Problem, var: list[str], base_out) -> tuple[list, list[tuple[str, dict[str, int]]]]:
+    """(axis name or None per output dim, workload points), or raise _MakeConst."""
     singles: dict[tuple[str, int], list] = {}
     for c in var:
         for v2 in _variants(prob.consts[c]):
@@ -34,15 +50,6 @@ def _validate(prob: _Problem, var: list[str], base_out, int_inputs, orig_ranges,
                 raise _MakeConst([c], f"forward() fails with {c} = {v2} ({_describe_error(e)})") from e
             if _structure(out) != _structure(base_out):
                 raise _MakeConst([c], f"forward() returns differently shaped results with {c} = {v2}")
-            if int_inputs:
-                try:
-                    ranges = int_ranges(prob.sample({c: v2}, real=True))
-                except Exception as e:  # noqa: BLE001
-                    raise _MakeConst([c], f"get_inputs() fails on the CPU with {c} = {v2} ({_describe_error(e)})") from e
-                for i, (lo, hi, n), (lo0, hi0, n0) in zip(int_inputs, ranges, orig_ranges, strict=True):
-                    if (lo, hi) != (lo0, hi0) and min(n, n0) >= 10 * max(hi - lo, hi0 - lo0):
-                        raise _MakeConst([c], f"the range of integer input {inputs[i].name} changes with it "
-                                              f"([{lo0}, {hi0}) -> [{lo}, {hi}) with {c} = {v2})")
             singles[(c, v2)] = out
 
     base_assign = {c: prob.consts[c] for c in var}
@@ -68,16 +75,6 @@ def _validate(prob: _Problem, var: list[str], base_out, int_inputs, orig_ranges,
                                        f"(it is {d} in the problem)")
         out_dims.append(dims)
 
-    def consistent(assign: dict[str, int], out) -> bool:
-        if _structure(out) != _structure(base_out):
-            return False
-        for j, dims in enumerate(out_dims):
-            for k, name in enumerate(dims or []):
-                want = base_out[j][0][k] if name is None else assign[name]
-                if out[j][0][k] != want:
-                    return False
-        return True
-
     points: list[tuple[str, dict[str, int]]] = [("the problem's own shapes", base_assign)]
     if var:
         joint_ok = []
@@ -85,29 +82,55 @@ def _validate(prob: _Problem, var: list[str], base_out, int_inputs, orig_ranges,
                               ("larger: every var axis doubled", {c: 2 * v for c, v in base_assign.items()})):
             if assign == base_assign:
                 continue
-            overrides = {c: x for c, x in assign.items() if x != base_assign[c]}
-            try:
-                out = prob.forward(overrides)
-                ok = consistent(assign, out)
-            except Exception:  # noqa: BLE001
-                ok = False
-            if ok:
+            if _runs(prob, base_out, out_dims, base_assign, assign):
                 joint_ok.append((label, assign))
         if len(joint_ok) == 2 or (len(joint_ok) == 1 and all(v < 2 for v in base_assign.values())):
             points += joint_ok
         else:
             points += [(f"{c} = {v2}", {**base_assign, c: v2}) for (c, v2) in singles]
         points.sort(key=lambda p: sum(p[1].values()))
-    final: list[tuple[int, int]] = [(lo, hi) for lo, hi, _ in orig_ranges]
-    for label, assign in points[1:] if int_inputs else []:
-        overrides = {c: x for c, x in assign.items() if x != base_assign[c]}
-        try:
-            got = int_ranges(prob.sample(overrides, real=True))
-        except Exception as e:  # noqa: BLE001
-            raise _MakeConst(list(var), f"get_inputs() fails on the CPU at {label} ({_describe_error(e)})") from e
-        final = [(max(lo, g[0]), min(hi, g[1])) for (lo, hi), g in zip(final, got, strict=True)]
-    for i, (lo, hi) in zip(int_inputs, final, strict=True):
-        if lo >= hi:
-            raise _MakeConst(list(var), f"the values of integer input {inputs[i].name} drawn at the different "
-                                        "shapes have no range in common")
-    return out_dims, points, final
+    return out_dims, points
+
+
+def _runs(prob: _Problem, base_out, out_dims, base_assign: dict[str, int], assign: dict[str, int]) -> bool:
+    overrides = {c: x for c, x in assign.items() if x != base_assign[c]}
+    try:
+        return _consistent(base_out, out_dims, assign, prob.forward(overrides))
+    except Exception:  # noqa: BLE001
+        return False
+
+
+def io_bytes(prob: _Problem, base_assign: dict[str, int], assign: dict[str, int]) -> int:
+    """Bytes of forward()'s arguments and results at ``assign`` (probed, nothing allocated on meta)."""
+    overrides = {c: x for c, x in assign.items() if x != base_assign.get(c)}
+    s = prob.sample(overrides)
+    total = sum(x.numel() * x.element_size() for x in s.items if hasattr(x, "numel"))
+    for shape, dtype in prob.forward(overrides):
+        if shape is not None:
+            total += math.prod(shape) * getattr(dtype, "itemsize", 8)
+    return total
+
+
+def scaled_point(prob: _Problem, var: list[str], base_out, out_dims, points, budget: int = CPU_BYTES
+                 ) -> tuple[str, dict[str, int]] | None:
+    """A workload small enough for a CPU run, when none of ``points`` is: every var axis halved together
+    (an axis stops at 1) until the problem's arguments and results fit ``budget``, checked by forward()."""
+    if not var:
+        return None
+    base_assign = {c: prob.consts[c] for c in var}
+    if min(io_bytes(prob, base_assign, a) for _, a in points) <= budget:
+        return None
+    assign = dict(min(points, key=lambda p: sum(p[1].values()))[1])
+    for _ in range(128):
+        # all var axes halved together; where forward() refuses that (a conv's spatial size below its
+        # kernel), one axis at a time, the largest first
+        tries = [{c: max(1, v // 2) for c, v in assign.items()}]
+        tries += [{**assign, c: assign[c] // 2} for c in sorted(assign, key=lambda c: -assign[c]) if assign[c] >= 2]
+        nxt = next((t for t in tries if t != assign and _runs(prob, base_out, out_dims, base_assign, t)), None)
+        if nxt is None:
+            return None
+        assign = nxt
+        if io_bytes(prob, base_assign, assign) <= budget:
+            return (f"scaled down for CPU runs: var axes halved until the inputs and outputs fit {budget / 1e6:g} MB",
+                    assign)
+    return None
