@@ -17,8 +17,11 @@ from kernelcraft.task.workload import Workload
 
 
 def _valid(task: Task, axes: dict[str, int]) -> bool:
+    """Inside the definition's constraints, and inputs can be drawn there (an offsets total that fits)."""
+    from kernelcraft.task.inputs import infeasible
+
     try:
-        return not task.definition.violated_constraints(task.definition.axis_values(axes))
+        return not task.definition.violated_constraints(task.definition.axis_values(axes)) and not infeasible(task, axes)
     except ValueError:
         return False
 

@@ -1,15 +1,24 @@
 """The ``sampling`` checker: a sampler is judged by where its samples fall and how often.
 
-FlashInfer-Bench's rule (``flashinfer_bench/bench/evaluators/sampling.py``), reimplemented here:
+FlashInfer-Bench's rule (``flashinfer_bench/bench/evaluators/sampling.py``: validity on every call,
+then total-variation distance over many draws, its thresholds), with the kept set the definitions'
+references and flashinfer's samplers define:
 
 1. *Validity*, on every call: each sample is an index of ``probs``' last dim that the thresholding
-   keeps. Top-k keeps every entry at least as large as the k-th largest (ties all count); top-p keeps
-   the sorted prefix whose cumulative probability is at most ``p + top_p_eps`` (at least the largest
-   entry); both apply for top-k-top-p. k <= 0 or k >= vocab, and p <= 0 or p >= 1, keep everything.
+   keeps. Top-k keeps every entry at least as large as the k-th largest (ties all count); top-p then
+   applies to the top-k row renormalised (flashinfer's ``top_k_first`` order) and keeps the sorted
+   prefix whose mass before each entry is below ``p`` (so the entry that crosses ``p`` is kept), with
+   ``top_p_eps`` of slack. k <= 0 or k >= vocab, and p <= 0 or p >= 1, keep everything.
 2. *Distribution*: ``probs`` (and every input batched with it) is tiled to ``batch_rows`` rows, the
    sampler called until each original row has ``samples_per_row`` samples, and per row the
    total-variation distance ``0.5 * sum |frequency - expected|`` between the samples' frequencies and
    the kept probabilities renormalised must not exceed ``tvd``.
+
+Where this differs from FlashInfer-Bench 0.1.x: its evaluator computes the nucleus on the original
+probabilities and keeps only entries whose cumulative mass *including* their own is within
+``p + 0.05``. That drops the entry crossing ``p`` and ignores the top-k renormalisation, which the
+definitions' own ``top_p`` and ``top_k_top_p`` references keep and apply, so a reference could fail
+its own task there (see ``tests/test_fib_faithful.py``).
 
 One call's outputs (the correctness and timed-call checks) are judged by validity only; the judge
 runs the draws of step 2 once per correctness check (:meth:`Sampling.draw_plan`).
@@ -42,27 +51,35 @@ def _per_row(v: Any, n: int, device) -> torch.Tensor:
     return t.expand(n) if t.numel() == 1 else t
 
 
-def valid_mask(probs: torch.Tensor, top_k: Any, top_p: Any, eps: float) -> torch.Tensor:
-    """[batch, vocab] bool: the entries a sample may take (FlashInfer-Bench's tie and nucleus slack)."""
+def kept_sets(probs: torch.Tensor, top_k: Any, top_p: Any, eps: float) -> tuple[torch.Tensor, torch.Tensor]:
+    """([batch, vocab] bool kept exactly, [batch, vocab] bool allowed with slack): what the definition's
+    thresholding keeps, and what a sample may take. Top-k keeps every entry >= the k-th largest (ties all
+    count); top-p then applies to the top-k row renormalised (flashinfer's top_k_first order) and keeps
+    the sorted prefix whose mass *before* each entry is below p (the entry crossing p included), with
+    ``eps`` of slack on p for what a sample may take."""
     p = _rows(probs).to(torch.float64)
     b, v = p.shape
-    mask = torch.ones((b, v), dtype=torch.bool, device=p.device)
+    kept = torch.ones((b, v), dtype=torch.bool, device=p.device)
     if b == 0 or v == 0:
-        return mask
-    srt, idx = p.sort(dim=-1, descending=True)
+        return kept, kept.clone()
     if top_k is not None:
         k = _per_row(top_k, b, p.device).long()
         use = (k > 0) & (k < v)
-        pivot = srt.gather(1, (k.clamp(1, v) - 1)[:, None])
-        mask &= ~use[:, None] | (p >= pivot)
+        pivot = p.sort(dim=-1, descending=True).values.gather(1, (k.clamp(1, v) - 1)[:, None])
+        kept &= ~use[:, None] | (p >= pivot)
+    allowed = kept.clone()
     if top_p is not None:
         q = _per_row(top_p, b, p.device).to(torch.float64)
         use = (q > 0) & (q < 1)
-        nucleus = srt.cumsum(-1) <= (q + eps)[:, None]
-        nucleus[:, 0] |= ~nucleus.any(-1)
-        keep = torch.zeros_like(mask).scatter_(1, idx, nucleus)
-        mask &= ~use[:, None] | keep
-    return mask
+        row = torch.where(kept, p, torch.zeros_like(p))
+        row = row / row.sum(-1, keepdim=True).clamp_min(torch.finfo(torch.float64).tiny)
+        srt, idx = row.sort(dim=-1, descending=True)
+        before = srt.cumsum(-1) - srt
+        exact = torch.zeros_like(kept).scatter_(1, idx, before < q[:, None])
+        loose = torch.zeros_like(kept).scatter_(1, idx, before < (q + eps)[:, None])
+        kept &= ~use[:, None] | exact
+        allowed &= ~use[:, None] | loose
+    return kept, allowed
 
 
 def _validity(s: SamplingCheck, samples: torch.Tensor, mask: torch.Tensor) -> Check | None:
@@ -144,15 +161,15 @@ class Sampling:
     def outputs(self) -> tuple[str, ...]:
         return (self.spec.samples,)
 
-    def _mask(self, inputs: dict[str, Any]) -> torch.Tensor:
+    def _sets(self, inputs: dict[str, Any]) -> tuple[torch.Tensor, torch.Tensor]:
         s = self.spec
-        return valid_mask(inputs[s.probs], inputs.get(s.top_k) if s.top_k else None,
-                          inputs.get(s.top_p) if s.top_p else None, s.top_p_eps)
+        return kept_sets(inputs[s.probs], inputs.get(s.top_k) if s.top_k else None,
+                         inputs.get(s.top_p) if s.top_p else None, s.top_p_eps)
 
     def check(self, ctx) -> Check:
         got = ctx.got[self.spec.samples]
         samples = got if isinstance(got, torch.Tensor) else torch.tensor([got])
-        bad = _validity(self.spec, samples, self._mask({k: ctx.input(k) for k in self._input_names()}))
+        bad = _validity(self.spec, samples, self._sets({k: ctx.input(k) for k in self._input_names()})[1])
         return bad or Check("PASSED")
 
     def _input_names(self) -> list[str]:
@@ -166,8 +183,8 @@ class Sampling:
         s = self.spec
         by_name = dict(zip(definition.inputs, inputs, strict=True))
         probs = by_name[s.probs]
-        mask = self._mask(by_name)
-        kept = _rows(probs).to(torch.float64) * mask
+        kept_mask, mask = self._sets(by_name)
+        kept = _rows(probs).to(torch.float64) * kept_mask
         expected = kept / kept.sum(-1, keepdim=True).clamp_min(torch.finfo(torch.float64).tiny)
         b = mask.shape[0]
         shape = definition.inputs[s.probs].shape or []

@@ -26,6 +26,8 @@ import ast
 import re
 
 FIB_ATOL = FIB_RTOL = 1e-2  # flashinfer_bench/bench/config.py ResolvedEvalConfig
+SAMPLER_TOP_K = 64  # top_k drawn in [1, 64): serving frameworks' usual range, not FlashInfer-Bench's int32 draw
+SAMPLER_TOP_P = (0.5, 1.0)
 LOWBIT_MATCHED_RATIO = 0.95  # eval_config.yaml op_type moe; evaluators/lowbit.py
 _UNSUPPORTED = {  # definitions FlashInfer-Bench judges with an evaluator kernelcraft does not have
     "dsa_topk_indexer": "FlashInfer-Bench judges it with DsaTopkIndexerEvaluator (scores of the chosen "
@@ -109,6 +111,16 @@ def contract_toml(definition: dict, dists: dict[str, dict]) -> tuple[str, list[s
     if sampling and "probs" in inputs:
         dists = {"probs": {"dist": "softmax"}, **dists}
         notes.append("- `probs`: softmax of N(0, 1) draws over the vocabulary (FlashInfer-Bench's gen_inputs)")
+        vocab = definition.get("axes", {}).get("vocab_size", {}).get("value")
+        if "top_k" in inputs:
+            dists["top_k"] = {"dist": "randint", "low": 1, "high": min(SAMPLER_TOP_K, int(vocab or SAMPLER_TOP_K))}
+        if "top_p" in inputs:
+            dists["top_p"] = {"dist": "uniform", "low": SAMPLER_TOP_P[0], "high": SAMPLER_TOP_P[1]}
+        if "top_k" in inputs or "top_p" in inputs:
+            notes.append(f"- `top_k` / `top_p` where a workload draws them: k in [1, {SAMPLER_TOP_K}), p in "
+                         f"[{SAMPLER_TOP_P[0]}, {SAMPLER_TOP_P[1]}) (kernelcraft's choice: FlashInfer-Bench draws them "
+                         "as any int32 / N(0, 1) float, and p <= 0 makes the references take the argmax, which its "
+                         "own sampling rule rejects)")
     for name, d in dists.items():
         lines.append(f"[inputs.{name}]")
         for k, v in d.items():

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import resource
 import shutil
 import uuid
 from pathlib import Path
@@ -27,6 +28,7 @@ from ._isolate import OLD_MARK, TEMP_MARK
 from ._names import _task_name
 from ._problem import _Problem
 from ._smoke import _smoke
+from ._validate import io_bytes
 
 
 def _write_sources(tmp: Path, plan, prob, name: str, sha: str, seed: int, clone: list[int], clone_outputs: bool,
@@ -47,9 +49,39 @@ def _tolerances(tmp: Path, smoke) -> list:
     return out
 
 
+CHECK_FACTOR = 6  # the check holds the inputs twice, the baseline's outputs twice and float64 copies of both
+
+
+def _room(device: str) -> tuple[int | None, str]:
+    """Bytes the check may still take on ``device``, and what bounds it (None: unbounded)."""
+    if device.startswith("cuda"):
+        free, _ = torch.cuda.mem_get_info(torch.device(device))
+        return free, "free GPU memory"
+    soft, _ = resource.getrlimit(resource.RLIMIT_AS)
+    if soft == resource.RLIM_INFINITY:
+        return None, ""
+    with open("/proc/self/statm") as f:
+        used = int(f.read().split()[0]) * resource.getpagesize()
+    return soft - used, f"the import's memory limit ({soft >> 20} MB, --max-memory-mb)"
+
+
+def _check_fits(prob, plan, device: str) -> None:
+    var = plan.var
+    base = {c: prob.consts[c] for c in var}
+    smallest = min((w["axes"] for w in plan.workloads), key=lambda a: io_bytes(prob, base, a))
+    need = CHECK_FACTOR * io_bytes(prob, base, smallest)
+    room, what = _room(device)
+    if room is not None and need > room:
+        hint = ("check it on a GPU (--device cuda)" if not device.startswith("cuda") else "use a larger GPU")
+        raise ConversionError(f"too large to check on {device} even scaled down: its smallest workload {smallest or '(no var axes)'} "
+                              f"moves {need / CHECK_FACTOR / 1e6:.4g} MB of inputs and outputs, and the check needs about "
+                              f"{need / 1e6:.4g} MB, more than {what} leaves ({room / 1e6:.4g} MB); {hint}")
+
+
 def _convert_problem(path: Path, out_dir: Path, seed: int, device: str = "cpu") -> tuple[Path, list[str]]:
     prob = _Problem(path, seed)
     plan = _analyze(prob)
+    _check_fits(prob, plan, device)
     name = _task_name(path.stem)
     sha = hashlib.sha256(prob.raw).hexdigest()
     out_dir.mkdir(parents=True, exist_ok=True)

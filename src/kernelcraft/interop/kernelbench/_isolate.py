@@ -92,8 +92,11 @@ def run_isolated(path: Path, out_dir: Path, seed: int, device: str, max_mb: int,
             last = (tail or "").strip().splitlines()[-3:]
             how = (f"was killed by signal {-proc.returncode}" if proc.returncode < 0
                    else f"exited with status {proc.returncode}")
-            hint = (f" (the memory limit is {max_mb} MB: --max-memory-mb raises it)"
-                    if any("MemoryError" in ln or "memory" in ln.lower() for ln in last) or proc.returncode == -9 else "")
+            hint = ""
+            if proc.returncode == -signal.SIGKILL:
+                hint = f" (SIGKILL, as the kernel's out-of-memory killer sends; the import's limit is {max_mb} MB)"
+            elif any("memory" in ln.lower() for ln in last):
+                hint = f" (the memory limit is {max_mb} MB: --max-memory-mb raises it)"
             return Outcome(path, reason=f"the conversion {how}{hint}" + (": " + " | ".join(last) if last else ""),
                            seconds=time.monotonic() - t0)
         folder = Path(data["folder"]) if data.get("folder") else None

@@ -14,6 +14,17 @@ from ._errors import ConversionError, _stage
 
 
 @contextmanager
+def no_tf32() -> Iterator[None]:
+    """fp32 as KernelBench means it (the generated reference and baseline do the same)."""
+    saved = (torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32)
+    torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = False
+    try:
+        yield
+    finally:
+        torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = saved
+
+
+@contextmanager
 def _seeded(seed: int) -> Iterator[None]:
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
@@ -116,7 +127,7 @@ class _Problem:
             else:
                 args = self.sample(overrides, real=True).items
                 model = self.cpu_model
-            with torch.no_grad():
+            with torch.no_grad(), no_tf32():
                 self._outputs[key] = _describe_outputs(model(*args))
         return self._outputs[key]
 
