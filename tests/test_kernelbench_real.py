@@ -184,3 +184,27 @@ def test_reimport_replaces_only_with_a_good_folder(imported, tmp_path):
     assert (dest / "tril_matmul" / "NOTES.md").read_text() == "mine", "the good folder was not deleted first"
     assert load_task(dest / "tril_matmul").definition.name == "tril_matmul"
     assert not [p for p in dest.iterdir() if p.name.startswith(".")]
+
+
+def test_level4_models_without_the_hub(tmp_path, monkeypatch):
+    pytest.importorskip("transformers")
+    monkeypatch.delenv("KERNELCRAFT_HF_CONFIGS", raising=False)
+    out = tmp_path / "kb4"
+    report = import_kernelbench([FIXTURES / "kernelbench_level4"], out)
+    assert [p.name for p in report.converted] == ["electra_small_bs2_seq16"]
+    [(path, why)] = report.failures
+    assert Path(path).stem == "gpt_neo_needs_config"
+    assert "KERNELCRAFT_HF_CONFIGS/EleutherAI--gpt-neo-2.7B/config.json" in why
+    readme = (out / "electra_small_bs2_seq16" / "README.md").read_text()
+    assert "There is no hub here" in readme and "weights are random" in readme
+    task = load_task(out / "electra_small_bs2_seq16")
+    assert "embeddings__word_embeddings__weight" in "".join(task.definition.inputs)
+    # a config.json given locally is used instead of the hub
+    cfg = tmp_path / "cfg" / "EleutherAI--gpt-neo-2.7B"
+    cfg.mkdir(parents=True)
+    (cfg / "config.json").write_text(json.dumps({
+        "model_type": "gpt_neo", "hidden_size": 32, "num_layers": 2, "num_heads": 4, "vocab_size": 64,
+        "max_position_embeddings": 64, "attention_types": [[["global", "local"], 1]], "window_size": 8}))
+    monkeypatch.setenv("KERNELCRAFT_HF_CONFIGS", str(tmp_path / "cfg"))
+    again = import_kernelbench([FIXTURES / "kernelbench_level4" / "gpt_neo_needs_config.py"], out)
+    assert [p.name for p in again.converted] == ["gpt_neo_needs_config"], again.failures

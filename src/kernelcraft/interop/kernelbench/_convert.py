@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -29,6 +30,7 @@ from ._names import _task_name
 from ._problem import _Problem
 from ._smoke import _smoke
 from ._validate import io_bytes
+from .hub import offline_hub, uses_hub
 
 
 def _write_sources(tmp: Path, plan, prob, name: str, sha: str, seed: int, clone: list[int], clone_outputs: bool,
@@ -79,6 +81,13 @@ def _check_fits(prob, plan, device: str) -> None:
 
 
 def _convert_problem(path: Path, out_dir: Path, seed: int, device: str = "cpu") -> tuple[Path, list[str]]:
+    with _stage("reading the file"):
+        text = path.read_text()
+    with offline_hub() if uses_hub(text) else contextlib.nullcontext():
+        return _convert(path, out_dir, seed, device)
+
+
+def _convert(path: Path, out_dir: Path, seed: int, device: str) -> tuple[Path, list[str]]:
     prob = _Problem(path, seed)
     plan = _analyze(prob)
     _check_fits(prob, plan, device)

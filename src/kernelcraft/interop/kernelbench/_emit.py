@@ -8,6 +8,7 @@ import uuid
 
 from ._analyze import _Plan
 from ._problem import _Problem
+from .hub import uses_hub
 
 OP_TYPE = "kernelbench"
 SOURCE_TAG = "source:kernelbench"
@@ -25,6 +26,19 @@ def _python_literal(text: str) -> str:
         except SyntaxError:
             pass
     return repr(text)
+
+
+_HUB_LINES = [
+    "",
+    "",
+    "def _hub():",
+    '    """Level 4 (transformers models): configs without the hub, random weights (kernelcraft.interop.kernelbench.hub)."""',
+    "    if not _HUB:",
+    "        return contextlib.nullcontext()",
+    "    from kernelcraft.interop.kernelbench.hub import offline_hub",
+    "",
+    "    return offline_hub()",
+]
 
 
 def _runner_source(kind: str, plan: _Plan, prob: _Problem, name: str, sha: str, seed: int,
@@ -51,6 +65,7 @@ def _runner_source(kind: str, plan: _Plan, prob: _Problem, name: str, sha: str, 
     lines = [
         f'"""{doc}"""',
         "",
+        "import contextlib",
         "import linecache",
         "import types",
         "",
@@ -59,6 +74,7 @@ def _runner_source(kind: str, plan: _Plan, prob: _Problem, name: str, sha: str, 
         f"# KernelBench problem {prob.path.name}, verbatim (sha256 {sha})",
         f"PROBLEM_SOURCE = {_python_literal(prob.source)}",
         "",
+        f"_HUB = {uses_hub(prob.source)!r}  # transformers from_pretrained: configs without the hub, random weights",
         f"_BUILD_DEVICE = {plan.build_device!r}",
         f"_SEED = {seed}  # torch.manual_seed before get_init_inputs() and Model(...), as when imported",
         f"_N_ARGS = {plan.n_args}  # forward() arguments; the rest of run()'s inputs are parameters and buffers",
@@ -66,14 +82,13 @@ def _runner_source(kind: str, plan: _Plan, prob: _Problem, name: str, sha: str, 
         f"_CLONE = {tuple(clone_positions)!r}  # {clone_doc}",
         f"_CLONE_OUTPUTS = {clone_outputs!r}  # the forward returns views of its inputs: outputs are copied",
         "_cache = {}",
-        "",
-        "",
+        *_HUB_LINES,
         "def _model():",
         '    if "model" not in _cache:',
         f'        filename = "<kernelbench {name}>"',
         "        linecache.cache[filename] = (len(PROBLEM_SOURCE), None, PROBLEM_SOURCE.splitlines(True), filename)",
         '        module = types.ModuleType("kernelbench_problem")',
-        "        with torch.random.fork_rng(devices=[]):  # the caller's random state is left alone",
+        "        with _hub(), torch.random.fork_rng(devices=[]):  # the caller's random state is left alone",
         "            torch.manual_seed(_SEED)  # module-level random tensors: the same in every process",
         '            exec(compile(PROBLEM_SOURCE, filename, "exec"), module.__dict__)',
         "            torch.manual_seed(_SEED)",
@@ -176,6 +191,7 @@ def _inputs_source(plan: _Plan, prob: _Problem, sha: str, seed: int) -> str:
         'come from weights.safetensors, named by the workloads, so they are None here.',
         '"""',
         "",
+        "import contextlib",
         "import linecache",
         "import types",
         "",
@@ -184,18 +200,18 @@ def _inputs_source(plan: _Plan, prob: _Problem, sha: str, seed: int) -> str:
         f"# KernelBench problem {prob.path.name}, verbatim (sha256 {sha})",
         f"PROBLEM_SOURCE = {_python_literal(prob.source)}",
         "",
+        f"_HUB = {uses_hub(prob.source)!r}  # transformers from_pretrained: configs without the hub",
         f"_SEED = {seed}  # torch.manual_seed before executing the problem (module-level random tensors)",
         f"_VAR_CONSTANTS = {var_consts!r}  # module constants set from the workload's axes",
         f"_N_STATE = {n_state}  # parameters and buffers after the forward() arguments",
         "_cache = {}",
-        "",
-        "",
+        *_HUB_LINES,
         "def _module():",
         '    if "module" not in _cache:',
         f'        filename = "<kernelbench {prob.path.stem} inputs>"',
         "        linecache.cache[filename] = (len(PROBLEM_SOURCE), None, PROBLEM_SOURCE.splitlines(True), filename)",
         '        module = types.ModuleType("kernelbench_problem")',
-        "        with torch.random.fork_rng(devices=[]):",
+        "        with _hub(), torch.random.fork_rng(devices=[]):",
         "            torch.manual_seed(_SEED)",
         '            exec(compile(PROBLEM_SOURCE, filename, "exec"), module.__dict__)',
         '        _cache["module"] = module',
@@ -276,6 +292,11 @@ def _readme(plan: _Plan, prob: _Problem, name: str, sha: str, seed: int, smoke_n
         lines.append(f"- `{o}`: {dtype} {shape(axes)}")
     lines += [
         "",
+        *(["Level 4: the problem loads a transformers model with `from_pretrained`. There is no hub here, so "
+           "its config comes from transformers' own defaults for that checkpoint or a local config.json "
+           "(`kernelcraft.interop.kernelbench.hub`) and its weights are random, drawn under the seed "
+           "(`weights.safetensors`): the architecture and shapes of the checkpoint, not its trained values.", ""]
+          if uses_hub(prob.source) else []),
         "## Correctness",
         "",
         "Against the reference run in float64 (every floating input, parameters included, upcast); an element "
