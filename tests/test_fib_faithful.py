@@ -16,7 +16,7 @@ from kernelcraft.errors import InputError
 from kernelcraft.gauntlet.judge import Judge, LocalSubject
 from kernelcraft.gauntlet.static import allowed_groups, check_static
 from kernelcraft.interop.fib import import_fib_dataset
-from kernelcraft.solution.model import BuildSpec, SourceFile, Solution
+from kernelcraft.solution.model import BuildSpec, Solution, SourceFile
 from kernelcraft.task import load_task
 from kernelcraft.task.definition import Definition
 from kernelcraft.task.inputs import InputsError, infeasible, make_inputs
