@@ -208,3 +208,40 @@ def test_level4_models_without_the_hub(tmp_path, monkeypatch):
     monkeypatch.setenv("KERNELCRAFT_HF_CONFIGS", str(tmp_path / "cfg"))
     again = import_kernelbench([FIXTURES / "kernelbench_level4" / "gpt_neo_needs_config.py"], out)
     assert [p.name for p in again.converted] == ["gpt_neo_needs_config"], again.failures
+
+
+def test_a_terminated_import_ends_its_children_and_cleans_up(tmp_path):
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from conftest import ROOT
+
+    problem = FIXTURES / "kernelbench_slow" / "hangs_in_check.py"
+    out = tmp_path / "out"
+    env = dict(os.environ, PYTHONPATH=str(ROOT / "src"))
+    parent = subprocess.Popen([sys.executable, "-m", "kernelcraft", "import", "kernelbench", str(problem),
+                               "--out", str(out), "--timeout", "300"], env=env, cwd=ROOT,
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    child = None
+    for _ in range(1200):  # until the child converting it has made its temporary folder
+        found = subprocess.run(["pgrep", "-f", f"kernelbench._child {problem}"], capture_output=True,
+                               text=True).stdout.split()
+        if found and out.is_dir() and any(p.name.startswith(".hangs_in_check.kc-import-") for p in out.iterdir()):
+            child = int(found[0])
+            break
+        time.sleep(0.1)
+    assert child is not None, "the conversion never reached its check run"
+    parent.send_signal(signal.SIGTERM)
+    parent.wait(timeout=60)
+    for _ in range(100):
+        try:
+            os.kill(child, 0)
+        except ProcessLookupError:
+            break
+        time.sleep(0.1)
+    else:
+        pytest.fail("the child outlived the terminated import")
+    assert not [p for p in out.iterdir() if p.name.startswith(".")], "its temporary folder is gone"

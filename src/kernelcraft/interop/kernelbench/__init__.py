@@ -53,12 +53,15 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable
+import signal
+import threading
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor, as_completed
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ._isolate import Outcome, remove_leftovers, run_isolated
+from ._isolate import Outcome, kill_all, remove_leftovers, run_isolated
 
 __all__ = ["DEFAULT_MAX_MEMORY_MB", "DEFAULT_TIMEOUT_S", "ImportReport", "import_kernelbench"]
 
@@ -73,6 +76,27 @@ class ImportReport:
     failures: list[tuple[Path, str]] = field(default_factory=list)  # (problem file, why it was not converted)
     warnings: list[str] = field(default_factory=list)  # converted, but worth a look
     report_path: Path | None = None  # one JSON line per problem, written as each finished
+
+
+@contextmanager
+def _terminate_as_interrupt() -> Iterator[None]:
+    """SIGTERM (a scheduler's kill, a timeout) unwinds like Ctrl-C: each running child's process group is
+    killed and its temporary folder removed (run_isolated's cleanup), instead of orphaning the children."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def interrupt(signum, frame):
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    old = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    except BaseException:
+        kill_all()  # children of worker threads too; their threads then clean up their folders
+        raise
+    finally:
+        signal.signal(signal.SIGTERM, old)
 
 
 def _files(paths: list[Path], report: ImportReport) -> list[Path]:
@@ -127,13 +151,14 @@ def import_kernelbench(paths: list[Path], out_dir: Path, seed: int = 0, device: 
                 on_result(o)
 
         run = lambda f: run_isolated(f, out_dir, seed, device, max_memory_mb, timeout_s)  # noqa: E731
-        if workers <= 1:
-            for f in todo:
-                done(run(f))
-        else:
-            with ThreadPoolExecutor(max_workers=workers) as pool:
-                for fut in as_completed([pool.submit(run, f) for f in todo]):
-                    done(fut.result())
+        with _terminate_as_interrupt():
+            if workers <= 1:
+                for f in todo:
+                    done(run(f))
+            else:
+                with ThreadPoolExecutor(max_workers=workers) as pool:
+                    for fut in as_completed([pool.submit(run, f) for f in todo]):
+                        done(fut.result())
     order = {f: i for i, f in enumerate(todo)}
     report.converted.sort(key=lambda p: order.get(written.get(p.name, p), 0))
     return report

@@ -11,7 +11,7 @@ import torch
 from ._errors import ConversionError, _describe_error, _stage
 from ._names import _dtype_name, _identifier, _scalar_dtype, _unique
 from ._problem import _loose_tensors, _Problem, _Sample, _seeded
-from ._validate import _MakeConst, _validate, _variants, scaled_point
+from ._validate import Derived, _MakeConst, _validate, _variants, scaled_point
 
 
 @dataclass
@@ -38,6 +38,7 @@ class _Plan:
     loose: list[str]
     probe_device: str
     state: dict[str, torch.Tensor]
+    constraints: list[str]  # ties each derived output axis (var, not a module constant) to the axis it follows
 
 
 def _same(a: Any, b: Any) -> bool:
@@ -119,6 +120,7 @@ def _analyze(prob: _Problem) -> _Plan:
         inp.axes = names
 
     outputs = []
+    derived: dict[str, Derived] = {}  # output axes computed from a var axis
     out_taken = {i.name for i in inputs}
     for j, (shape, dtype) in enumerate(base_out):
         oname = _unique("output" if len(base_out) == 1 else f"output_{j}", out_taken)
@@ -128,8 +130,17 @@ def _analyze(prob: _Problem) -> _Plan:
             continue
         names = []
         for k, d in enumerate(shape):
-            if out_dims[j][k] is not None:
-                names.append(out_dims[j][k])
+            dim = out_dims[j][k]
+            if isinstance(dim, Derived):
+                ax = _unique(f"{oname}_d{k}", axis_taken)
+                axes[ax] = {"type": "var", "description": f"{oname} dim {k}: {dim.formula}"}
+                why[ax] = (f"output dim that follows `{dim.axis}` as {dim.formula} in every shape tried "
+                           "(a definition constraint ties them)")
+                derived[ax] = dim
+                names.append(ax)
+                continue
+            if dim is not None:
+                names.append(dim)
                 continue
             ax = _unique(f"{oname}_d{k}", axis_taken)
             axes[ax] = {"type": "const", "value": d, "description": f"{oname} dim {k}"}
@@ -142,9 +153,12 @@ def _analyze(prob: _Problem) -> _Plan:
     for label, assign in points:
         s = prob.sample({c: assign[c] for c in var if assign[c] != prob.consts[c]})
         scalars = {inputs[i].name: s.items[i] for i in range(n_args) if inputs[i].kind == "scalar"}
-        workloads.append({"label": label, "axes": {c: assign[c] for c in var}, "scalars": scalars})
+        values = {c: assign[c] for c in var} | {ax: dim.value(assign) for ax, dim in derived.items()}
+        workloads.append({"label": label, "axes": values, "scalars": scalars})
 
-    return _Plan(inputs, n_args, outputs, axes, why, var, workloads, build_device, loose, prob.probe_device, state)
+    constraints = [f"{ax} == {dim.formula}" for ax, dim in derived.items()]
+    return _Plan(inputs, n_args, outputs, axes, why, var, workloads, build_device, loose,
+                 prob.probe_device, state, constraints)
 
 
 def _check_items(orig: _Sample) -> None:

@@ -70,7 +70,8 @@ def _room(device: str) -> tuple[int | None, str]:
 def _check_fits(prob, plan, device: str) -> None:
     var = plan.var
     base = {c: prob.consts[c] for c in var}
-    smallest = min((w["axes"] for w in plan.workloads), key=lambda a: io_bytes(prob, base, a))
+    points = [{c: w["axes"][c] for c in var} for w in plan.workloads]  # the module constants' values
+    smallest = min(points, key=lambda a: io_bytes(prob, base, a))
     need = CHECK_FACTOR * io_bytes(prob, base, smallest)
     room, what = _room(device)
     if room is not None and need > room:

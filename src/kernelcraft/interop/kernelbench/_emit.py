@@ -148,7 +148,7 @@ def _definition(plan: _Plan, prob: _Problem, name: str, seed: int, reference: st
         "description": f"KernelBench problem {prob.path.name}: Model.forward, imported with seed {seed}.{state_note}",
         "tags": [SOURCE_TAG],
         "axes": plan.axes,
-        "constraints": [f"{c} >= 1" for c in plan.var],
+        "constraints": [f"{c} >= 1" for c in plan.var] + plan.constraints,
         "inputs": inputs,
         "outputs": outputs,
         "reference": reference,

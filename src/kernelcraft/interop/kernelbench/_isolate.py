@@ -21,6 +21,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+_LIVE: set[subprocess.Popen] = set()  # children now running, so an interrupted import can end them all
 TEMP_MARK = ".kc-import-"  # temporary folders are out_dir/.<stem>.kc-import-<random>
 OLD_MARK = ".kc-old-"  # a replaced folder, between the swap and its removal
 
@@ -73,6 +74,7 @@ def run_isolated(path: Path, out_dir: Path, seed: int, device: str, max_mb: int,
     env.setdefault("OMP_NUM_THREADS", "1")  # the machine's cores are shared; one problem, one thread
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
                             preexec_fn=_limit(max_mb))
+    _LIVE.add(proc)
     try:
         try:
             tail, _ = proc.communicate(timeout=timeout_s)
@@ -103,5 +105,15 @@ def run_isolated(path: Path, out_dir: Path, seed: int, device: str, max_mb: int,
         return Outcome(path, folder, data.get("reason", ""), data.get("warnings", []), time.monotonic() - t0,
                        data.get("peak_mb"))
     finally:
+        _LIVE.discard(proc)
         Path(result_file).unlink(missing_ok=True)
         remove_leftovers(out_dir, path.stem)
+
+
+def kill_all() -> None:
+    """End every child still running (their own process groups, started by this import)."""
+    for proc in list(_LIVE):
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass

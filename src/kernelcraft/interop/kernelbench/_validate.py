@@ -8,6 +8,9 @@ the same way.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
+
+from kernelcraft.task.expressions import evaluate
 
 from ._errors import _describe_error
 from ._problem import _Problem, _structure
@@ -20,6 +23,40 @@ LARGER_BYTES = 4_000_000_000
 
 def _variants(v: int) -> list[int]:
     return ([v // 2] if v >= 2 else []) + [2 * v]
+
+
+@dataclass(frozen=True)
+class Derived:
+    """An output dim that follows one var axis through a formula (a convolution's H - k + 1): it
+    becomes a var axis of its own, tied to that axis by a definition constraint."""
+
+    axis: str
+    formula: str  # an axis expression over ``axis``, e.g. "(height + -3) // 1 + 1"
+
+    def value(self, assign: dict[str, int]) -> int:
+        return int(evaluate(self.formula, {self.axis: assign[self.axis]}))
+
+
+def _formula(axis: str, pts: list[tuple[int, int]]) -> str | None:
+    """The simplest ``a * v + b`` or ``(v + b) // s + d`` through every (v, f(v)); None if none fits.
+    Convolutions and pooling give the second ((v + 2p - d(k - 1) - 1) // s + 1), transposed ones the first."""
+    if len({v for v, _ in pts}) < 4:
+        return None  # three points fit too many formulas
+    def plus(text: str, b: int) -> str:
+        return text if b == 0 else f"{text} + {b}" if b > 0 else f"{text} - {-b}"
+
+    v0, f0 = pts[0]
+    for a in range(1, 9):
+        b = f0 - a * v0
+        if all(a * v + b == f for v, f in pts):
+            return plus(axis if a == 1 else f"{axis} * {a}", b)
+    for stride in range(2, 33):
+        for b in sorted(range(-64, 65), key=abs):
+            d = f0 - (v0 + b) // stride
+            if all((v + b) // stride + d == f for v, f in pts):
+                inner = axis if b == 0 else f"({plus(axis, b)})"
+                return plus(f"{inner} // {stride}", d)
+    return None
 
 
 class _MakeConst(Exception):
@@ -36,10 +73,24 @@ def _consistent(base_out, out_dims, assign: dict[str, int], out) -> bool:
         return False
     for j, dims in enumerate(out_dims):
         for k, name in enumerate(dims or []):
-            want = base_out[j][0][k] if name is None else assign[name]
+            want = (base_out[j][0][k] if name is None else name.value(assign) if isinstance(name, Derived)
+                    else assign[name])
             if out[j][0][k] != want:
                 return False
     return True
+
+
+def _extra_probes(prob: _Problem, c: str) -> dict[int, list]:
+    """forward() at a few more values of ``c`` (odd ones tell floor divisions apart), where it runs."""
+    v = prob.consts[c]
+    out = {}
+    for v2 in sorted({v - 1, v + 1, v + 3, max(1, v // 4), v // 2 + 1} - {v, v // 2, 2 * v}):
+        if v2 >= 1:
+            try:
+                out[v2] = prob.forward({c: v2})
+            except Exception:  # noqa: BLE001 - too small for the kernel, or any other reason: no point
+                continue
+    return out
 
 
 def _validate(prob: _Problem, var: list[str], base_out) -> tuple[list, list[tuple[str, dict[str, int]]]]:
@@ -57,12 +108,12 @@ def _validate(prob: _Problem, var: list[str], base_out) -> tuple[list, list[tupl
 
     base_assign = {c: prob.consts[c] for c in var}
     pts = [(base_assign, base_out)] + [({**base_assign, c: v2}, out) for (c, v2), out in singles.items()]
-    out_dims: list[list[str | None] | None] = []
+    out_dims: list[list[str | Derived | None] | None] = []
     for j, (shape, _) in enumerate(base_out):
         if shape is None:
             out_dims.append(None)
             continue
-        dims: list[str | None] = []
+        dims: list[str | Derived | None] = []
         for k, d in enumerate(shape):
             match = [c for c in var if all(o[j][0][k] == a[c] for a, o in pts)]
             if match:
@@ -71,6 +122,17 @@ def _validate(prob: _Problem, var: list[str], base_out) -> tuple[list, list[tupl
                 dims.append(None)
             else:
                 culprits = [c for c in var if any(out[j][0][k] != d for (c2, _), out in singles.items() if c2 == c)]
+                derived = None
+                if len(culprits) == 1:
+                    c = culprits[0]
+                    seen = [(prob.consts[c], d)] + [(v2, out[j][0][k]) for (c2, v2), out in singles.items() if c2 == c]
+                    seen += [(v2, out[j][0][k]) for v2, out in _extra_probes(prob, c).items()
+                             if _structure(out) == _structure(base_out)]
+                    formula = _formula(c, seen)
+                    derived = Derived(c, formula) if formula else None
+                if derived is not None:
+                    dims.append(derived)
+                    continue
                 unfollowed = [c for c in culprits
                               if any(out[j][0][k] != v2 for (c2, v2), out in singles.items() if c2 == c)]
                 drop = unfollowed or culprits or list(var)
