@@ -492,7 +492,7 @@ def import_kernelbench_cmd(
     seed: Annotated[int, typer.Option(help="seed for the problems' parameters (recorded in each README)")] = 0,
     device: Annotated[str, typer.Option(help="where each problem's check run (baseline vs float64 reference) runs: cpu or cuda")] = "cpu",
     workers: Annotated[int, typer.Option(help="problems converted side by side, each in its own process")] = 1,
-    max_memory_mb: Annotated[int, typer.Option(help="address space per problem's process (0: no limit)")] = 8192,
+    max_memory_mb: Annotated[int, typer.Option(help="memory (RLIMIT_DATA: heap and private mappings) per problem's process (0: no limit)")] = 8192,
     timeout: Annotated[float, typer.Option(help="seconds per problem")] = 900.0,
 ) -> None:
     """KernelBench problems (Model, get_inputs, get_init_inputs) -> task folders."""

@@ -65,7 +65,7 @@ from ._isolate import Outcome, kill_all, remove_leftovers, run_isolated
 
 __all__ = ["DEFAULT_MAX_MEMORY_MB", "DEFAULT_TIMEOUT_S", "ImportReport", "import_kernelbench"]
 
-DEFAULT_MAX_MEMORY_MB = 8192  # address space per problem's conversion (RLIMIT_AS); torch alone maps ~0.7 GB
+DEFAULT_MAX_MEMORY_MB = 8192  # data (heap, private writable maps) per problem's conversion: RLIMIT_DATA
 DEFAULT_TIMEOUT_S = 900.0  # per problem: a level-3 network's weights and check run take a minute on 2 cores
 REPORT_NAME = "kernelbench_import.jsonl"
 
@@ -116,7 +116,7 @@ def import_kernelbench(paths: list[Path], out_dir: Path, seed: int = 0, device: 
                        on_result: Callable[[Outcome], None] | None = None) -> ImportReport:
     """Convert KernelBench problem files (a folder means every ``*.py`` in it, sorted) into task
     folders under ``out_dir``; parameters are made under ``torch.manual_seed(seed)``. Each problem runs
-    in its own process (``max_memory_mb`` of address space, ``timeout_s``), ``workers`` at a time, on
+    in its own process (``max_memory_mb`` of data: RLIMIT_DATA, ``timeout_s``), ``workers`` at a time, on
     ``device`` for its check run. ``out_dir/kernelbench_import.jsonl`` gets one line per problem as it
     finishes; ``on_result`` is called with each outcome too."""
     out_dir = Path(out_dir)

@@ -59,11 +59,11 @@ def _room(device: str) -> tuple[int | None, str]:
     if device.startswith("cuda"):
         free, _ = torch.cuda.mem_get_info(torch.device(device))
         return free, "free GPU memory"
-    soft, _ = resource.getrlimit(resource.RLIMIT_AS)
+    soft, _ = resource.getrlimit(resource.RLIMIT_DATA)
     if soft == resource.RLIM_INFINITY:
         return None, ""
-    with open("/proc/self/statm") as f:
-        used = int(f.read().split()[0]) * resource.getpagesize()
+    with open("/proc/self/status") as f:
+        used = next(int(ln.split()[1]) << 10 for ln in f if ln.startswith("VmData:"))
     return soft - used, f"the import's memory limit ({soft >> 20} MB, --max-memory-mb)"
 
 
@@ -72,13 +72,18 @@ def _check_fits(prob, plan, device: str) -> None:
     base = {c: prob.consts[c] for c in var}
     points = [{c: w["axes"][c] for c in var} for w in plan.workloads]  # the module constants' values
     smallest = min(points, key=lambda a: io_bytes(prob, base, a))
-    need = CHECK_FACTOR * io_bytes(prob, base, smallest)
+    moved = io_bytes(prob, base, smallest)
+    weights = sum(t.numel() * t.element_size() for t in plan.state.values())
+    # the weights once as stored, once as read back, twice as float64 for the reference
+    need = CHECK_FACTOR * moved + 4 * weights
     room, what = _room(device)
     if room is not None and need > room:
         hint = ("check it on a GPU (--device cuda)" if not device.startswith("cuda") else "use a larger GPU")
         raise ConversionError(f"too large to check on {device} even scaled down: its smallest workload {smallest or '(no var axes)'} "
-                              f"moves {need / CHECK_FACTOR / 1e6:.4g} MB of inputs and outputs, and the check needs about "
-                              f"{need / 1e6:.4g} MB, more than {what} leaves ({room / 1e6:.4g} MB); {hint}")
+                              f"moves {moved / 1e6:.4g} MB of inputs and outputs" + (
+                                  f", its parameters and buffers take {weights / 1e6:.4g} MB" if weights else "")
+                              + f", and the check needs about {need / 1e6:.4g} MB, more than {what} leaves "
+                              f"({room / 1e6:.4g} MB); {hint}")
 
 
 def _convert_problem(path: Path, out_dir: Path, seed: int, device: str = "cpu") -> tuple[Path, list[str]]:

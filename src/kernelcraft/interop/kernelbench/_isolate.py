@@ -1,8 +1,11 @@
 """Each problem converted in a process of its own, under a memory limit, with a deadline.
 
 One problem that allocates without bound (KernelBench level 1 has inputs of several GB) or hangs
-costs only its own conversion: the limit (``RLIMIT_AS``) turns an allocation past it into a
-MemoryError inside that process, and a kill or a crash is that problem's reason. The parent writes
+costs only its own conversion: the limit (``RLIMIT_DATA``: heap and private writable mappings, where
+torch's CPU tensors live) turns an allocation past it into an error inside that process, and a kill
+or a crash is that problem's reason. Not ``RLIMIT_AS``: it also counts read-only file mappings, and
+safetensors maps a weights file twice (its reader, then torch's storage), so a 4 GB model failed to
+load under an 8 GB address-space limit with 1 GB in use. The parent writes
 each problem's outcome to the report as soon as it is known, and removes whatever temporary folder a
 dead child left in ``out_dir``.
 """
@@ -59,7 +62,7 @@ def _limit(max_mb: int):
     def apply() -> None:
         os.setsid()  # its own process group: a timeout kills the child and anything it started
         if max_mb > 0:
-            resource.setrlimit(resource.RLIMIT_AS, (max_mb << 20, max_mb << 20))
+            resource.setrlimit(resource.RLIMIT_DATA, (max_mb << 20, max_mb << 20))
     return apply
 
 
