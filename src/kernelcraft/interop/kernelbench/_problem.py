@@ -133,13 +133,15 @@ class _Problem:
 
 
 def _loose_tensors(model: torch.nn.Module) -> list[str]:
-    """Tensors a module keeps as plain attributes (neither parameters nor buffers)."""
+    """Tensors a module keeps as plain attributes (neither parameters nor buffers). References to its
+    own parameters do not count (an RNN's ``_flat_weights`` lists them: built on meta, they are meta)."""
+    own = {id(t) for t in list(model.parameters()) + list(model.buffers())}
     found = []
     for mname, m in model.named_modules():
         for k, v in vars(m).items():
             if k in ("_parameters", "_buffers", "_modules"):
                 continue
             values = list(v) if isinstance(v, list | tuple) else list(v.values()) if isinstance(v, dict) else [v]
-            if any(isinstance(x, torch.Tensor) for x in values):
+            if any(isinstance(x, torch.Tensor) and id(x) not in own for x in values):
                 found.append(f"{mname}.{k}" if mname else k)
     return found
