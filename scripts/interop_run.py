@@ -45,7 +45,9 @@ def spread(task_dir: Path, k: int) -> list[str]:
 
 
 def evaluate(task_dir: Path, rec: Path, args) -> dict:
-    cmd = ["eval", str(task_dir), "--device", args.device, "--json", str(rec), "--cpu-max-mb", str(args.cpu_max_mb)]
+    # no peers and no torch.compile rows (on by default on a GPU): the verdicts of the task's own rows only
+    cmd = ["eval", str(task_dir), "--device", args.device, "--json", str(rec), "--cpu-max-mb", str(args.cpu_max_mb),
+           "--no-peers"]
     if not args.timing:
         cmd.append("--no-timing")
     else:
