@@ -49,7 +49,7 @@ def evaluate(task_dir: Path, rec: Path, args) -> dict:
     cmd = ["eval", str(task_dir), "--device", args.device, "--json", str(rec), "--cpu-max-mb", str(args.cpu_max_mb),
            "--no-peers"]
     if not args.timing:
-        cmd.append("--no-timing")
+        cmd += ["--no-timing", "--no-calibrate"]  # checks only: no device ceilings needed
     else:
         cmd += ["--budget-ms", str(args.budget_ms)]
     for uuid in spread(task_dir, args.workloads_per_task):
