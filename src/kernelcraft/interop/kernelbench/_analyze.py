@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import inspect
+import resource
 from dataclasses import dataclass
 from typing import Any
 
@@ -175,6 +176,13 @@ def _build_models(prob: _Problem) -> tuple[list, list, dict[str, torch.Tensor], 
     """Build the model on the CPU (its parameters and buffers become the task's weights) and, where it
     can be, on the meta device; returns (parameters, buffers, their tensors, loose tensors)."""
     seed = prob.seed
+    try:
+        with _seeded(seed), torch.device("meta"):
+            meta = prob.model_cls(*list(prob.get_init_inputs()))
+        size = sum(t.numel() * t.element_size() for t in list(meta.parameters()) + list(meta.buffers()))
+    except Exception:  # noqa: BLE001 - built on the CPU below, or failing there with its reason
+        meta, size = None, 0
+    _fits_in_memory(size)
     with _stage("torch.manual_seed(seed); Model(*get_init_inputs())"):
         with _seeded(seed):
             init = list(prob.get_init_inputs())
@@ -183,13 +191,23 @@ def _build_models(prob: _Problem) -> tuple[list, list, dict[str, torch.Tensor], 
     params = list(cpu_model.named_parameters())
     buffers = list(cpu_model.named_buffers())
     state = {k: t.detach().contiguous() for k, t in params + buffers}  # no copy: a large model is large once
-    try:
-        with _seeded(seed), torch.device("meta"):
-            prob.meta_model = prob.model_cls(*list(prob.get_init_inputs()))
-    except Exception:  # noqa: BLE001 - the model cannot be made on the meta device: probe on the CPU
-        prob.meta_model = None
+    prob.meta_model = meta  # None: the model cannot be made on the meta device, so probes run on the CPU
     loose = _loose_tensors(cpu_model)
     return params, buffers, state, loose
+
+
+def _fits_in_memory(param_bytes: int) -> None:
+    """The weights are made on the CPU (they are stored in weights.safetensors): refuse a model whose
+    parameters alone would not fit the process's memory limit, with the numbers, before allocating them."""
+    soft, _ = resource.getrlimit(resource.RLIMIT_DATA)
+    if soft == resource.RLIM_INFINITY or not param_bytes:
+        return
+    with open("/proc/self/status") as f:
+        used = next(int(ln.split()[1]) << 10 for ln in f if ln.startswith("VmData:"))
+    if 2 * param_bytes > soft - used:
+        raise ConversionError(f"too large for this import: the model's parameters and buffers take {param_bytes / 1e6:.4g} MB, "
+                              f"and making and storing them needs about twice that, more than the memory limit "
+                              f"({soft >> 20} MB, --max-memory-mb) leaves ({(soft - used) / 1e6:.4g} MB)")
 
 
 def _base_outputs(prob: _Problem) -> list[tuple[tuple[int, ...] | None, Any]]:

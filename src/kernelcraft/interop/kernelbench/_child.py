@@ -27,6 +27,9 @@ def main(argv: list[str]) -> int:
             out["reason"] = "ran out of memory under the import's limit (--max-memory-mb raises it)"
         except (Exception, SystemExit) as e:  # noqa: BLE001 - the problem's failure is its reason, nothing more
             out["reason"] = str(e) if isinstance(e, ConversionError) else _describe_error(e)
+            if "can't allocate memory" in out["reason"] or "Cannot allocate memory" in out["reason"]:
+                out["reason"] += (f" [out of memory on {device} under the import's limit: --max-memory-mb raises it, "
+                                  "or check it on a GPU with --device cuda]")
     except BaseException as e:  # noqa: BLE001 - torch itself failed to import under the limit, or similar
         out["reason"] = f"the conversion could not start: {type(e).__name__}: {str(e)[:300]}"
     finally:
