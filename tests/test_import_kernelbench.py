@@ -125,13 +125,18 @@ def test_conv_weights_buffers_and_const_fallback(imported):
     root = out / "11_Conv2d_BatchNorm_ReLU"
     task = load_task(root)
     d = task.definition
-    # batch_size follows only the input; the output's 14 = height - 2 is not an axis: height is const
-    assert d.var_axes == ["batch_size"]
+    # the output's 14 = height - 2 is an axis of its own, tied to height by a constraint, so the
+    # spatial sizes scale (a scaled-down check workload); in_channels stays const: get_init_inputs() uses it
+    assert d.var_axes == ["batch_size", "height", "width", "output_d2", "output_d3"]
+    assert {"output_d2 == height - 2", "output_d3 == width - 2"} <= set(d.constraints)
     assert d.inputs["x"].shape == ["batch_size", "in_channels", "height", "width"]
-    assert d.axes["height"].type == "const" and d.axes["height"].value == 16
-    assert d.axes["in_channels"].type == "const"  # get_init_inputs() uses it
-    out_shape = d.axis_values(task.workloads[0].axes)
+    assert d.axes["in_channels"].type == "const"
+    # the generator gets the problem's own constants, not the derived output axes
+    assert task.contract.input_generator.axes == ["batch_size", "height", "width"]
+    own = next(w for w in task.workloads if w.axes["height"] == 16)
+    out_shape = d.axis_values(own.axes)
     assert [out_shape[a] for a in d.outputs["output"].shape[1:]] == [8, 14, 14]
+    assert all(not d.violated_constraints(d.axis_values(w.axes)) for w in task.workloads)
     state_names = ["conv__weight", "conv__bias", "bn__weight", "bn__bias", "bn__running_mean",
                    "bn__running_var", "bn__num_batches_tracked"]
     assert list(d.inputs)[1:] == state_names
