@@ -27,7 +27,7 @@ CONVERTED = {"tril_matmul", "symmetric_matmul", "hinge_loss", "kl_div", "wide_so
 REFUSED = {  # problem -> what its reason must say
     "cancelled_offset": "ill-conditioned",
     "zero_output": "[degenerate-output]",
-    "memory_hog": "allocate",
+    "memory_hog": "--max-memory-mb",  # refused with the numbers before its 64 GB parameter is made (4d6ff5b)
     "hangs": "timed out after 12 s",
     "killed": "killed by signal 9",
 }
