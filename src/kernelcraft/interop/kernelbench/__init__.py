@@ -25,7 +25,9 @@ those constants) and ``get_init_inputs()`` returning the constructor arguments.
   workload's axis values and it runs under ``torch.manual_seed`` of the workload's seed, as KernelBench
   seeds it, so triangular, symmetric, normalised and +-1 inputs keep their structure. Parameters and
   buffers come from ``weights.safetensors``: ``torch.manual_seed(seed)``, then ``Model(*get_init_inputs())``.
-- ``contract.toml``: the generator, and each floating output's tolerance with the rule that chose it
+- ``contract.toml``: the generator (``[inputs] generator = "inputs.py::make_inputs"`` and ``axes``, the
+  problem's var constants it is called with: :mod:`kernelcraft.task.generated`, the mechanism a KDA
+  request's ``benchmark.py`` uses too), and each floating output's tolerance with the rule that chose it
   (:mod:`._tolerance`: KernelBench's 1e-4, widened to 4x the problem's own fp32 error against float64
   where that is larger; problems whose fp32 forward cannot be judged, or whose output a constant
   would match, are refused with the reason).
