@@ -150,6 +150,29 @@ def test_generator_output_is_checked(tmp_path):
         make_inputs(t, t.workloads[0], 1, "cpu")
 
 
+def test_value_constraints_are_checked_on_generated_inputs(tmp_path):
+    """One mechanism for a task's own inputs (a KDA benchmark.py, a KernelBench inputs.py): the
+    definition's value constraints hold for what a generator makes as for drawn inputs, and a
+    generator may import its folder's helpers (here benchmark.py)."""
+    from kernelcraft.task.inputs import InputsError, make_inputs
+
+    task = request_copy(tmp_path, contract='[inputs]\ngenerator = "gen.py::off_by_one"\n')
+    spec = json.loads((task / "definition.json").read_text())
+    spec["constraints"] = [*spec.get("constraints", []), "0 <= h < window"]
+    (task / "definition.json").write_text(json.dumps(spec))
+    (task / "gen.py").write_text(
+        "import benchmark\n\n\ndef off_by_one(bs, dev, seed):\n"
+        "    buf, w, h, *rest = benchmark.random_inputs(bs, dev, seed=seed)\n"
+        "    return (buf, w, h.fill_(8), *rest)  # h == window: outside [0, window)\n")
+    t = load_task(task)
+    with pytest.raises(InputsError, match=r"gen.py::off_by_one made violate the definition's constraint\(s\) "
+                                          r"\['0 <= h < window'\]"):
+        make_inputs(t, t.workloads[0], 1, "cpu")
+    (task / "contract.toml").write_text(generator_only(RING_CONTRACT))
+    t = load_task(task)
+    assert len(make_inputs(t, t.workloads[0], 1, "cpu")) == len(t.definition.inputs)  # in domain: passes
+
+
 def test_generator_inputs_are_in_domain_and_seeded(tmp_path):
     from kernelcraft.task.inputs import make_inputs
 

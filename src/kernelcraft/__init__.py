@@ -11,6 +11,6 @@ __version__ = "0.1.0"
 
 # Names the whole evaluation pipeline (gates, comparison, input generation). Bump it when a change
 # could turn a verdict or a number around; every record carries it.
-HARNESS_VERSION = "kernelcraft-gauntlet/0.5.0"
+HARNESS_VERSION = "kernelcraft-gauntlet/0.6.0"
 
 __all__ = ["HARNESS_VERSION", "__version__"]

@@ -526,6 +526,10 @@ def import_kernelbench_cmd(
     paths: Annotated[list[Path], typer.Argument(help="KernelBench problem files, or folders of them")],
     out: Annotated[Path, typer.Option(help="folder to write one task folder per problem into")],
     seed: Annotated[int, typer.Option(help="seed for the problems' parameters (recorded in each README)")] = 0,
+    device: Annotated[str, typer.Option(help="where each problem's check run (baseline vs float64 reference) runs: cpu or cuda")] = "cpu",
+    workers: Annotated[int, typer.Option(help="problems converted side by side, each in its own process")] = 1,
+    max_memory_mb: Annotated[int, typer.Option(help="memory (RLIMIT_DATA: heap and private mappings) per problem's process (0: no limit)")] = 8192,
+    timeout: Annotated[float, typer.Option(help="seconds per problem")] = 900.0,
 ) -> None:
     """KernelBench problems (Model, get_inputs, get_init_inputs) -> task folders."""
     from kernelcraft.interop.kernelbench import import_kernelbench
@@ -533,7 +537,22 @@ def import_kernelbench_cmd(
     missing = [p for p in paths if not p.exists()]
     if missing:
         _fail_input(InputError([Problem(p, "", "not found", "give KernelBench problem files or folders") for p in missing]))
-    _print_import(import_kernelbench(paths, out, seed=seed), out)
+    if device not in ("cpu", "cuda") and not device.startswith("cuda:"):
+        _fail_input(InputError(Problem("--device", "", f"{device!r} is not a device", "use cpu or cuda")))
+
+    def progress(o) -> None:
+        if o.folder is not None:
+            console.print(f"  [green]converted[/] {escape(str(o.folder))} ({o.seconds:.1f} s)", highlight=False)
+        else:
+            console.print(f"  [red]not converted[/] {escape(str(o.path))}: {escape(o.reason)}", highlight=False,
+                          soft_wrap=True)
+
+    report = import_kernelbench(paths, out, seed=seed, device=device, workers=workers, max_memory_mb=max_memory_mb,
+                                timeout_s=timeout, on_result=progress)
+    for w in report.warnings:
+        console.print(f"  [yellow]warning[/] {escape(str(w))}", highlight=False, soft_wrap=True)
+    console.print(f"{len(report.converted)} converted into {out}, {len(report.failures)} not converted "
+                  f"(report: {report.report_path})")
 
 
 @app.command("calibrate")

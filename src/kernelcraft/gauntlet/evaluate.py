@@ -19,7 +19,7 @@ from pathlib import Path
 from kernelcraft import HARNESS_VERSION
 from kernelcraft.gauntlet.holdout import holdout_workloads, large_holdout, stress_workloads
 from kernelcraft.gauntlet.records import EvalReport, SolutionResult, WorkloadResult, weighted_geomean
-from kernelcraft.gauntlet.static import check_static
+from kernelcraft.gauntlet.static import allowed_groups, check_static
 from kernelcraft.measure.calibrate import Calibration
 from kernelcraft.measure.environment import environment
 from kernelcraft.measure.timing import TIMING_VERSION
@@ -308,7 +308,7 @@ def prepare(task: Task, role: str, sol: Solution, path: str, seed: int, opts: Op
     prep = Prepared(res, by_uuid, role)
 
     if role == "candidate" and not static_gate_off():
-        verdict = check_static(sol)
+        verdict = check_static(sol, allowed_groups(task.contract))
         if not verdict.passed:
             _stop(res, "REJECTED", "static", verdict.reason, "not run: rejected by the static gate")
             return prep

@@ -45,8 +45,11 @@ INT32_ELEMENTS = 1 << 31
 
 
 def _valid(task: Task, axes: dict[str, int]) -> bool:
+    """Inside the definition's constraints, and inputs can be drawn there (an offsets total that fits)."""
+    from kernelcraft.task.inputs import infeasible
+
     try:
-        return not task.definition.violated_constraints(task.definition.axis_values(axes))
+        return not task.definition.violated_constraints(task.definition.axis_values(axes)) and not infeasible(task, axes)
     except (ValueError, ZeroDivisionError):
         return False
 

@@ -432,9 +432,10 @@ class Judge:
         return ""
 
     # -- gates ---------------------------------------------------------------------------------
-    def check(self, w: Workload, salt: int = 0) -> dict:
+    def check(self, w: Workload, salt: int = 0, draws: bool = True) -> dict:
         """Correctness and integrity on one workload, on each input set of the contract (the inputs
-        drawn for the workload, then ``[[inputs.sets]]``); ``salt`` draws fresh values for all."""
+        made for the workload, then ``[[inputs.sets]]``); ``salt`` draws fresh values for all.
+        ``draws``: also run the checkers judged over many calls (a sampler's distribution), on each set."""
         axes = self.d.axis_values(w.axes)
         native = lambda inputs: normalize_outputs(self.reference(*_clone(inputs)), self.d)  # noqa: E731
         sets = input_sets(self.task, w, self.seed + salt, self.device, native)
@@ -448,7 +449,7 @@ class Judge:
                 return {"status": "RUNTIME_ERROR", "gate": "reference",
                         "reason": f"making the inputs{where} failed (the task's inputs or code, not the candidate): "
                                   f"{candidate_traceback(e)[-2000:]}"}
-            result = self._check_inputs(axes, inputs, w.uuid.startswith(STRESS_PREFIX))
+            result = self._check_inputs(axes, inputs, w.uuid.startswith(STRESS_PREFIX), draws)
             if result["status"] != "PASSED":
                 if where:
                     result["reason"] = f"[input set {name!r}] " + result["reason"]
@@ -467,7 +468,7 @@ class Judge:
                         f"where the definition says {want} at {self.d.axis_values(axes)} (not the candidate's fault)")
         return ""
 
-    def _check_inputs(self, axes: dict[str, int], inputs: list[Any], stress: bool = False) -> dict:
+    def _check_inputs(self, axes: dict[str, int], inputs: list[Any], stress: bool = False, draws: bool = True) -> dict:
         pristine = _clone(inputs)
         # The reference first: what it cannot do at these axes is the task's failure, whatever the candidate does.
         try:
@@ -503,7 +504,45 @@ class Judge:
             again = self._repeat(pristine, called.outputs, expected, axes, floor)
             if again:
                 return {"status": "REJECTED", "gate": "integrity", "reason": again}
+        if c.status == "PASSED" and draws:
+            drawn = self._draws(pristine, axes)
+            if drawn is not None:
+                if drawn["status"] != "PASSED":
+                    return drawn
+                result["max_abs_error"] = max(result["max_abs_error"], drawn["max_abs_error"])
         return result
+
+    def _draws(self, pristine: list[Any], axes: dict[str, int]) -> dict | None:
+        """Checkers judged over many calls (``sampling``): the subject is called on their (tiled) inputs
+        as often as they ask, each call's outputs checked, then the tally judged. None when none asks."""
+        from kernelcraft.gauntlet.checkers import checkers_for
+
+        worst, ran = 0.0, False
+        for checker in checkers_for(self.d, self.task.contract):
+            plan = checker.draw_plan(self.d, axes, pristine)
+            if plan is None:
+                continue
+            ran = True
+            self.subject.place(plan.inputs, plan.axes)
+            for n in range(plan.calls):
+                called = self.subject.call(warm=True)
+                where = f"call {n + 1} of {plan.calls} drawing samples ({checker.kind} check)"
+                if called.error:
+                    return {"status": "RUNTIME_ERROR", "gate": "correctness", "reason": f"{where}: {called.error}"}
+                cheat = self._evidence(called, warm=True)
+                if cheat:
+                    return {"status": "REJECTED", "gate": "integrity", "reason": f"{where}: {cheat}"}
+                if called.wrong is not None:
+                    return {"status": called.wrong.status, "gate": "correctness", "reason": f"{where}: {called.wrong.reason}"}
+                bad = plan.absorb(dict(zip(self.d.outputs, called.outputs, strict=True)))
+                if bad is not None:
+                    return {"status": bad.status, "gate": "correctness", "reason": f"{where}: {bad.reason}"}
+            verdict = plan.finish()
+            if verdict.status != "PASSED":
+                return {"status": verdict.status, "gate": "correctness", "reason": verdict.reason,
+                        "max_abs_error": verdict.max_abs_error}
+            worst = max(worst, verdict.max_abs_error)
+        return {"status": "PASSED", "max_abs_error": worst} if ran else None
 
     def _repeat(self, pristine: list[Any], first: list[Any], expected: list[Any], axes: dict[str, int],
                 floor: dict[str, float] | None = None) -> str:
@@ -574,7 +613,7 @@ class Judge:
                 "deferred launch escaped the timer")}
         # Check again after timing, on fresh values of the same shapes: a kernel that is right once and
         # wrong when called repeatedly, or that caches outputs by pointer, shape or value, fails here.
-        again = self.check(w, salt=0x5EED)
+        again = self.check(w, salt=0x5EED, draws=False)
         if again["status"] != "PASSED":
             again["reason"] = "after timing: " + again["reason"]
             again["gate"] = "timing" if again["gate"] == "correctness" else again["gate"]

@@ -17,7 +17,8 @@ Checked without running anything (the sources are parsed, never imported here):
   read no generator, and assign no attribute of an imported module (monkeypatching torch or
   triton); :mod:`kernelcraft.gauntlet.static_python` has the rules;
 - C/C++/CUDA sources, raw and as the preprocessor expands them, create no CUDA streams, synchronize
-  no device (work left on another stream would escape the timer), set no L2 persistence policy,
+  no device (work left on another stream would escape the timer; a task whose contract says
+  ``[integrity] allow_device_sync`` allows ``cudaDeviceSynchronize``), set no L2 persistence policy,
   start no threads or processes, drive no profiler, and call no Python C-API;
   :mod:`kernelcraft.gauntlet.static_cxx` has the rules.
 
@@ -31,7 +32,7 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
-from kernelcraft.gauntlet.static_cxx import CXX_SUFFIXES, cxx_findings
+from kernelcraft.gauntlet.static_cxx import CXX_SUFFIXES, DEVICE_SYNC, cxx_findings
 from kernelcraft.gauntlet.static_cxx import RULES as CXX_RULES
 from kernelcraft.gauntlet.static_python import (
     FORBIDDEN_ATTRS,
@@ -80,7 +81,13 @@ def _kind_findings(solution: Solution) -> list[str]:
     return found
 
 
-def check_static(solution: Solution) -> StaticVerdict:
+def allowed_groups(contract) -> frozenset[str]:
+    """The C/C++ rule groups a task's contract lets its solutions use (``[integrity] allow_device_sync``)."""
+    return frozenset({DEVICE_SYNC}) if contract is not None and contract.integrity.allow_device_sync else frozenset()
+
+
+def check_static(solution: Solution, allow: frozenset[str] = frozenset()) -> StaticVerdict:
+    """``allow``: C/C++ rule groups to leave out (:func:`allowed_groups` of the task's contract)."""
     lang = solution.spec.language
     findings: list[str] = _kind_findings(solution)
     trees: dict[str, ast.Module] = {}
@@ -96,7 +103,7 @@ def check_static(solution: Solution) -> StaticVerdict:
     cxx_sources = [s for s in solution.sources if not s.path.endswith(".py")]
     for path, tree in trees.items():
         findings += python_findings(path, tree)
-    findings += cxx_findings(solution)
+    findings += cxx_findings(solution, allow)
     if lang == "triton" and not unparsable:
         kernels, launched = set(), set()
         for tree in trees.values():

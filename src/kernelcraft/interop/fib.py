@@ -2,15 +2,22 @@
 
 A FlashInfer-Trace dataset is ``definitions/**/<name>.json``, ``workloads/**/<name>.jsonl``,
 ``solutions/**/<solution>.json`` (each naming its definition) and ``blob/`` for safetensors inputs.
-:func:`import_fib_dataset` makes one task folder per definition:
+:func:`import_fib_dataset` makes one task folder per definition that has workloads:
 
 - ``definition.json`` copied byte for byte; ``workloads.jsonl`` the definition's workload lines
-  concatenated unchanged; every safetensors file they name copied to the same relative path inside
-  the task folder (workload paths are relative to the dataset root there, to the task folder here);
-- ``baseline.py``: a dataset carries no baseline, so the definition's own reference stands in, and
-  the README says so;
+  concatenated, unchanged except where a safetensors blob is missing from the dataset (the vendored
+  copies in flashinfer-bench ship without ``blob/``): that input becomes ``random`` and is drawn by the
+  contract's rule for it (offsets that end where the constraints say, page ids in range), and the
+  README counts it. Every blob present is copied to the same relative path inside the task folder;
+- ``contract.toml``: FlashInfer-Bench's judging rules for it (:mod:`kernelcraft.interop.fib_contract`);
+- ``baseline.py``: a dataset carries no baseline, so the definition's own reference stands in;
 - ``solutions/<solution>.json`` for each solution of the definition, unchanged;
 - ``README.md`` saying where it all came from.
+
+An import is atomic per definition: the folder is written under a temporary name in ``out_dir``,
+loaded and its smallest workload's inputs drawn (constraints checked), and only then moved into
+place; an existing folder of that name is replaced only by a folder that passed, and a refused
+definition leaves nothing behind.
 
 :func:`write_traces` turns an evaluation into Trace lines that FlashInfer-Bench parses. Statuses
 outside FlashInfer-Trace's set are mapped: REJECTED -> RUNTIME_ERROR with the gate and reason in
@@ -22,23 +29,28 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import json
+import os
 import re
 import shutil
+import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from kernelcraft.errors import InputError, Problem
 from kernelcraft.gauntlet.records import EvalReport
+from kernelcraft.interop.fib_contract import contract_toml, index_rules, unsupported
 from kernelcraft.task.loader import Task, load_task
 
 FIB_STATUSES = {"PASSED", "INCORRECT_SHAPE", "INCORRECT_NUMERICAL", "INCORRECT_DTYPE", "RUNTIME_ERROR",
                 "COMPILE_ERROR", "TIMEOUT"}
+CHECK_BYTES = 256 << 20  # the import draws the smallest workload's inputs on the CPU when it is this small
 
 
 @dataclass
 class ImportReport:
     converted: list[Path] = field(default_factory=list)
     failures: list[tuple[str, str]] = field(default_factory=list)  # (what, why)
+    warnings: list[str] = field(default_factory=list)  # converted, but worth a look
 
 
 def _safe_name(name: str) -> str:
@@ -70,6 +82,7 @@ def import_fib_dataset(dataset: Path, out_dir: Path) -> ImportReport:
             solutions.setdefault(data["definition"], []).append((f, data))
         except (json.JSONDecodeError, KeyError, TypeError) as e:
             report.failures.append((str(f), f"solution not readable: {e}"))
+    out_dir.mkdir(parents=True, exist_ok=True)
     for def_file in sorted((dataset / "definitions").rglob("*.json")):
         try:
             name = json.loads(def_file.read_text())["name"]
@@ -77,45 +90,117 @@ def import_fib_dataset(dataset: Path, out_dir: Path) -> ImportReport:
             report.failures.append((str(def_file), f"definition not readable: {e}"))
             continue
         try:
-            report.converted.append(_convert(dataset, def_file, name, workload_files.get(name, []),
-                                             solutions.get(name, []), out_dir))
+            folder, warnings = _convert(dataset, def_file, name, workload_files.get(name, []),
+                                        solutions.get(name, []), out_dir)
         except InputError as e:
             report.failures.append((name, "; ".join(str(p) for p in e.problems)))
+            continue
+        report.converted.append(folder)
+        report.warnings += [f"{name}: {w}" for w in warnings]
     return report
 
 
-def _convert(dataset: Path, def_file: Path, name: str, wl_files: list[Path], sols: list[tuple[Path, dict]],
-             out_dir: Path) -> Path:
-    if not wl_files:
-        raise InputError(Problem(def_file, "name", f"no workloads/**/{name}.jsonl in the dataset", "add workloads for it"))
-    task_dir = out_dir / _safe_name(name)
-    if task_dir.exists():
-        shutil.rmtree(task_dir)
-    task_dir.mkdir(parents=True)
-    shutil.copyfile(def_file, task_dir / "definition.json")
+def _workload_lines(dataset: Path, definition: dict, wl_files: list[Path], tmp: Path, index_dists: dict) -> tuple[
+        list[str], dict[str, int]]:
+    """The workload lines, with blobs copied into ``tmp``; inputs whose blob is absent become random
+    when the contract draws them (else the definition is refused). Returns (lines, input -> times rewritten)."""
     lines: list[str] = []
+    rewritten: dict[str, int] = {}
     for f in wl_files:
-        lines += [ln for ln in f.read_text().splitlines() if ln.strip()]
-    for ln in lines:
-        for spec in json.loads(ln).get("workload", {}).get("inputs", {}).values():
-            if isinstance(spec, dict) and spec.get("type") == "safetensors":
+        for ln in (x for x in f.read_text().splitlines() if x.strip()):
+            rec = json.loads(ln)
+            changed = False
+            for inp, spec in rec.get("workload", {}).get("inputs", {}).items():
+                if not (isinstance(spec, dict) and spec.get("type") == "safetensors"):
+                    continue
                 rel = Path(spec["path"])
                 if rel.is_absolute() or ".." in rel.parts:
                     raise InputError(Problem(f, "inputs.path", f"{rel} is outside the dataset", "use a path under the dataset root"))
                 src = dataset / rel
-                if not src.is_file():
-                    raise InputError(Problem(f, "inputs.path", f"{src} not found", "add the blob to the dataset"))
-                (task_dir / rel).parent.mkdir(parents=True, exist_ok=True)
-                shutil.copyfile(src, task_dir / rel)
-    (task_dir / "workloads.jsonl").write_text("\n".join(lines) + "\n")
+                if src.is_file():
+                    (tmp / rel).parent.mkdir(parents=True, exist_ok=True)
+                    shutil.copyfile(src, tmp / rel)
+                    continue
+                spec_dtype = str(definition.get("inputs", {}).get(inp, {}).get("dtype", ""))
+                if inp not in index_dists and not spec_dtype.startswith(("float", "bfloat")):
+                    raise InputError(Problem(f, f"workload.inputs.{inp}.path", f"{src} not found, and kernelcraft has no "
+                                             f"rule to draw integer input {inp!r} in its place",
+                                             "add the blob to the dataset"))
+                rec["workload"]["inputs"][inp] = {"type": "random"}
+                rewritten[inp] = rewritten.get(inp, 0) + 1
+                changed = True
+            lines.append(json.dumps(rec) if changed else ln)
+    return lines, rewritten
+
+
+def _convert(dataset: Path, def_file: Path, name: str, wl_files: list[Path], sols: list[tuple[Path, dict]],
+             out_dir: Path) -> tuple[Path, list[str]]:
+    if not wl_files:
+        raise InputError(Problem(def_file, "name", f"no workloads/**/{name}.jsonl in the dataset", "add workloads for it"))
     definition = json.loads(def_file.read_text())
-    (task_dir / "baseline.py").write_text(_reference_baseline(name, definition.get("reference", "")))
-    if sols:
-        (task_dir / "solutions").mkdir()
-        for path, data in sols:
-            shutil.copyfile(path, task_dir / "solutions" / f"{_safe_name(data.get('name', path.stem))}.json")
+    why_not = unsupported(definition)
+    if why_not:
+        raise InputError(Problem(def_file, "name", why_not, "judge it with FlashInfer-Bench"))
+    final = out_dir / _safe_name(name)
+    tmp = out_dir / f".{final.name}.kc-import-{uuid.uuid4().hex[:8]}"
+    old = None
+    try:
+        tmp.mkdir()
+        shutil.copyfile(def_file, tmp / "definition.json")
+        dists, dist_why = index_rules(definition)
+        lines, rewritten = _workload_lines(dataset, definition, wl_files, tmp, dists)
+        (tmp / "workloads.jsonl").write_text("\n".join(lines) + "\n")
+        contract, notes = contract_toml(definition, dists)
+        (tmp / "contract.toml").write_text(contract + "\n")
+        (tmp / "baseline.py").write_text(_reference_baseline(name, definition.get("reference", "")))
+        if sols:
+            (tmp / "solutions").mkdir()
+            for path, data in sols:
+                shutil.copyfile(path, tmp / "solutions" / f"{_safe_name(data.get('name', path.stem))}.json")
+        warnings = [f"{n} of {len(lines)} workloads name a blob for {inp!r} that the dataset does not carry; it is "
+                    + (f"drawn instead (contract.toml [inputs.{inp}])" if inp in dists else
+                       "drawn instead, as FlashInfer-Bench draws a random input of its dtype")
+                    for inp, n in rewritten.items()]
+        (tmp / "README.md").write_text(_readme(dataset, def_file, definition, wl_files, lines, sols, notes,
+                                               dist_why, rewritten))
+        task = load_task(tmp)  # the folder must load; raises InputError naming the problem
+        _draw_smallest(task, tmp)
+        if final.exists():
+            # never delete a good folder before the new one is in place: move it aside, then swap
+            old = out_dir / f".{final.name}.kc-old-{uuid.uuid4().hex[:8]}"
+            os.replace(final, old)
+        os.replace(tmp, final)
+    except BaseException:
+        if old is not None and old.exists() and not final.exists():
+            os.replace(old, final)  # the swap failed half-way: the good folder goes back
+        raise
+    finally:
+        for p in (tmp, old):
+            if p is not None and p.exists() and p != final:
+                shutil.rmtree(p, ignore_errors=True)
+    return final, warnings
+
+
+def _draw_smallest(task: Task, folder: Path) -> None:
+    """Draw the smallest workload's inputs on the CPU (when small): blobs that do not fit and rules that
+    cannot satisfy the constraints are found at import, not in the first evaluation."""
+    from kernelcraft.task.inputs import make_inputs
+
+    w = min(task.workloads, key=lambda w: task.io_bytes(w.axes))
+    if task.io_bytes(w.axes) > CHECK_BYTES:
+        return
+    try:
+        make_inputs(task, w, 0, "cpu")
+    except ValueError as e:
+        raise InputError(Problem(folder / "workloads.jsonl", f"workload {w.uuid}", f"its inputs cannot be made: {e}",
+                                 "fix the blob or the definition's constraints")) from None
+
+
+def _readme(dataset: Path, def_file: Path, definition: dict, wl_files: list[Path], lines: list[str], sols: list,
+            notes: list[str], dist_why: dict[str, str], rewritten: dict[str, int]) -> str:
+    name = definition.get("name")
     digest = hashlib.sha256(def_file.read_bytes()).hexdigest()
-    (task_dir / "README.md").write_text(
+    text = (
         f"# {name}\n\n"
         f"Imported from the FlashInfer-Trace dataset `{dataset}` on {dt.date.today().isoformat()} by "
         f"`kernelcraft import fib`.\n\n"
@@ -125,10 +210,20 @@ def _convert(dataset: Path, def_file: Path, name: str, wl_files: list[Path], sol
         f"- solutions: {len(sols)}\n"
         "- baseline: the dataset has none; `baseline.py` is the definition's reference, so "
         "`speedup_vs_baseline` equals the speedup over the reference until a real baseline replaces it.\n"
-        "- contract: kernelcraft's documented defaults (no `contract.toml`).\n"
+        "\n## The contract (FlashInfer-Bench's rules, `contract.toml`)\n\n" + "\n".join(notes) + "\n"
     )
-    load_task(task_dir)  # the converted folder must load; raises InputError naming the problem
-    return task_dir
+    if dist_why:
+        text += "\n## Index inputs\n\n" + "".join(f"- `{k}`: {v}\n" for k, v in dist_why.items())
+        text += ("\nThese rules draw the inputs of holdout shapes and of workloads whose blob is missing; a workload "
+                 "with its blob uses the blob's values. The definition's constraints over input values are checked "
+                 "on every set of inputs drawn.\n")
+    if rewritten:
+        text += ("\n## Missing blobs\n\n" + "".join(
+            f"- `{k}`: {n} of {len(lines)} workloads name a safetensors blob the dataset does not carry; the "
+            + ("input is drawn by the rule above instead" if k in dist_why else
+               "input is drawn instead as a random input of its dtype (FlashInfer-Bench's default, N(0, 1))")
+            + " (the workload line says `random`).\n" for k, n in rewritten.items()))
+    return text
 
 
 def write_traces(report: EvalReport, task: Task, traces_dir: Path) -> Path:

@@ -8,6 +8,9 @@
   so compile errors surface, and the solution is then skipped for running. The build directory is
   named by the sources' hash and the toolchain, and sources are rewritten only when their bytes
   change, so a second build of the same solution is a no-op for ninja.
+- ``cuda`` / ``cpp`` with ``binding = "tvm-ffi"`` (FlashInfer-Trace's default when no binding is given):
+  a shared library built by ``apache-tvm-ffi`` (:mod:`kernelcraft.solution.tvm_ffi`); without a CUDA
+  device ``.cu`` sources are compiled but not linked, and the solution skipped for running.
 - ``cuda`` with ``binding = "kernelcraft"``: every ``.cu`` compiled to a cubin with ``nvcc -cubin``
   (content-addressed cache, :mod:`kernelcraft.solution.cubin`), loaded with cuda.core or CuPy, and
   the Python entry file imported with a ``kernels`` global through which it launches the
@@ -67,11 +70,13 @@ def build(solution: Solution, device: str, workdir: Path) -> Callable:
         binding = solution.spec.binding or "tvm-ffi"
         if binding == "kernelcraft":
             return _build_kernelcraft(solution, device, workdir)
+        if binding == "tvm-ffi":
+            return _build_tvm_ffi(solution, device)
         if binding != "torch":
             raise CannotRun(
                 f"spec.binding is {binding!r}; this harness builds C++/CUDA as torch extensions "
-                "(\"binding\": \"torch\", the entry point bound with PYBIND11_MODULE) or as cubins "
-                "launched from Python (\"binding\": \"kernelcraft\")"
+                "(\"binding\": \"torch\", the entry point bound with PYBIND11_MODULE), tvm-ffi libraries "
+                "(\"tvm-ffi\", FlashInfer-Trace's default) or cubins launched from Python (\"binding\": \"kernelcraft\")"
             )
         return _build_torch_extension(solution, device, workdir)
     raise CannotRun(f"no builder for language {lang!r}")
@@ -142,6 +147,14 @@ def _build_torch_extension(solution: Solution, device: str, workdir: Path) -> Ca
     if fn is None:
         raise BuildError(f"the extension exports no {solution.spec.entry_symbol!r}; bind it in PYBIND11_MODULE")
     return fn
+
+
+def _build_tvm_ffi(solution: Solution, device: str) -> Callable:
+    from kernelcraft.solution.tvm_ffi import build_tvm_ffi
+
+    arch = _arch_for(device, solution)
+    src_dir = _write_if_changed(solution, cache_root() / "tvm_ffi" / f"{solution.source_hash[:16]}_sm{arch}_{_toolchain_tag()}")
+    return build_tvm_ffi(solution, device, src_dir, arch)
 
 
 def _write_if_changed(solution: Solution, dest: Path) -> Path:

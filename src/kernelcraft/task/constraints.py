@@ -1,16 +1,23 @@
-"""What a definition's ``constraints`` say, read for drawing shapes and inputs.
+"""What a definition's ``constraints`` say, read for drawing shapes and inputs (the one place
+constraints are classified, parsed and evaluated).
 
 FlashInfer-Trace constraints are Python expressions. Most relate axes (``two_i == 2 *
-intermediate_size``, ``k <= vocab_size``); some state the values of an input, in terms of axes or
-of other inputs (``num_kv_indices == kv_indptr[-1].item()``, ``h.min() >= 0``, ``0 <= h < 16``).
-An *axis constraint* names axes only and is checked on every workload and holdout shape; a *value
-constraint* names an input and is checked on the inputs drawn for a workload
-(:mod:`kernelcraft.task.inputs`), which also reads simple bounds out of it: ``x >= a``, ``x < b``,
-``a <= x < b``, ``x.min() >= a``, ``x.max() < b`` with ``a``, ``b`` arithmetic over axes.
+intermediate_size``, ``k <= vocab_size``); some name inputs, in terms of axes or of other inputs.
+Three kinds:
 
-Value constraints may use, beyond the axis grammar, indexing by integers or slices and the
-methods ``item min max sum numel abs all any`` without arguments; a comparison of tensors holds
-when it holds for every element. Nothing else is evaluated.
+- an *axis constraint* names axes only (:mod:`kernelcraft.task.expressions`' grammar); it is checked
+  on every workload and holdout shape;
+- a *shape constraint* reads inputs only through ``.shape`` (``w.shape[0] == k``): it follows from
+  the axes, and is checked with them (:meth:`Definition.violated_constraints`);
+- a *value constraint* reads an input's values (``num_kv_indices == kv_indptr[-1].item()``,
+  ``h.min() >= 0``, ``0 <= h < 16``): checked on every set of inputs made for a workload, drawn or
+  from the task's own generator (:mod:`kernelcraft.task.inputs`), which also reads simple bounds out
+  of it for its default draws: ``x >= a``, ``x < b``, ``a <= x < b``, ``x.min() >= a``,
+  ``x.max() < b`` with ``a``, ``b`` arithmetic over axes.
+
+Constraints that name inputs may use, beyond the axis grammar, ``.shape``, indexing by integers or
+slices and the methods ``item min max sum numel abs all any`` without arguments; a comparison of
+tensors holds when it holds for every element. Nothing else is evaluated.
 
 For holdout shapes (:mod:`kernelcraft.gauntlet.holdout`):
 
@@ -25,18 +32,17 @@ from __future__ import annotations
 
 import ast
 import math
-import operator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from kernelcraft.task.definition import Definition, expression_names, parse_constraint
+from kernelcraft.task import expressions
+
+if TYPE_CHECKING:
+    from kernelcraft.task.definition import Definition
 
 _METHODS = frozenset({"item", "min", "max", "sum", "numel", "abs", "all", "any"})
 _VALUE_EXTRA_NODES = (ast.Subscript, ast.Slice, ast.Tuple, ast.Attribute, ast.Call)
-
-_BINOPS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv,
-           ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod, ast.Pow: operator.pow}
-_CMPOPS = {ast.Eq: operator.eq, ast.NotEq: operator.ne, ast.Lt: operator.lt, ast.LtE: operator.le,
-           ast.Gt: operator.gt, ast.GtE: operator.ge}
+_ALLOWED = (f"arithmetic and comparisons over axis names, an input's .shape, indexing, and the methods "
+            f"{sorted(_METHODS)} without arguments")
 
 
 def names(text: str) -> set[str]:
@@ -45,48 +51,79 @@ def names(text: str) -> set[str]:
 
 
 def parse_value_constraint(text: str) -> ast.Expression:
-    """The axis grammar plus indexing and the allowed no-argument methods; ValueError otherwise."""
-    tree = ast.parse(text, mode="eval")
+    """The axis grammar plus ``.shape``, indexing and the allowed no-argument methods; ValueError
+    (naming the construct, "not allowed") otherwise."""
+    try:
+        tree = ast.parse(text, mode="eval")
+    except SyntaxError as e:
+        raise ValueError(f"constraint {text!r} is not a Python expression: {e.msg}") from None
     for node in ast.walk(tree):
         if isinstance(node, ast.Call):
             if not (isinstance(node.func, ast.Attribute) and node.func.attr in _METHODS) or node.args or node.keywords:
-                raise ValueError(f"constraint {text!r}: only the methods {sorted(_METHODS)} without arguments "
-                                 "may be called")
+                raise ValueError(f"constraint {text!r} calls {ast.unparse(node.func)}(...), which is not allowed "
+                                 f"(allowed: {_ALLOWED})")
         elif isinstance(node, ast.Attribute):
-            if node.attr not in _METHODS:
-                raise ValueError(f"constraint {text!r} reads attribute {node.attr!r}; allowed: {sorted(_METHODS)}")
+            if node.attr not in _METHODS and node.attr != "shape":
+                raise ValueError(f"constraint {text!r} reads attribute {node.attr!r}, which is not allowed "
+                                 f"(allowed: {_ALLOWED})")
         elif not isinstance(node, _VALUE_EXTRA_NODES):
-            parse_constraint_node(node, text)
+            expressions.check_node(node, text)
     return tree
 
 
-def parse_constraint_node(node: ast.AST, text: str) -> None:
-    from kernelcraft.task.definition import _CONSTRAINT_NODES
+def value_names(text: str) -> set[str]:
+    """Names a constraint reads other than through ``.shape``."""
+    tree = ast.parse(text, mode="eval")
+    shape_only = {id(n.value) for n in ast.walk(tree) if isinstance(n, ast.Attribute) and n.attr == "shape"}
+    return {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and id(n) not in shape_only}
 
-    if not isinstance(node, _CONSTRAINT_NODES):
-        raise ValueError(f"constraint {text!r} uses {type(node).__name__}, which is not allowed")
-    if isinstance(node, ast.Constant) and not isinstance(node.value, int | float | bool):
-        raise ValueError(f"constraint {text!r} has a non-numeric constant {node.value!r}")
+
+def _inputs_only(d: Definition) -> set[str]:
+    # A name that is an axis means the axis, also where an input has the same name (topk's k).
+    return set(d.inputs) - set(d.axes)
 
 
 def is_value_constraint(d: Definition, text: str) -> bool:
-    # A name that is an axis means the axis, also where an input has the same name (topk's k).
-    return bool(names(text) & (set(d.inputs) - set(d.axes)))
+    """Reads the values of an input: checked on the inputs made, not on axes."""
+    return bool(value_names(text) & _inputs_only(d))
+
+
+def is_shape_constraint(d: Definition, text: str) -> bool:
+    """Names inputs only through ``.shape``: follows from the axes."""
+    return not is_value_constraint(d, text) and bool(names(text) & _inputs_only(d))
 
 
 def axis_constraints(d: Definition) -> list[str]:
-    return [c for c in d.constraints if not is_value_constraint(d, c)]
+    """Constraints over axis names only."""
+    return [c for c in d.constraints if not names(c) & _inputs_only(d)]
+
+
+def shape_constraints(d: Definition) -> list[str]:
+    return [c for c in d.constraints if is_shape_constraint(d, c)]
 
 
 def value_constraints(d: Definition) -> list[str]:
     return [c for c in d.constraints if is_value_constraint(d, c)]
 
 
-# -- evaluation of value constraints ---------------------------------------------------------------
+# -- evaluation of constraints that name inputs ----------------------------------------------------
+class Shape:
+    """Stands in for an input whose shape is known (from the axes) but whose values are not drawn."""
+
+    def __init__(self, name: str, shape: tuple[int, ...] | None):
+        self.name, self.shape = name, shape
+
+
 def _truth(v: Any) -> bool:
     if hasattr(v, "all") and hasattr(v, "numel"):  # a tensor: every element
         return bool(v.all())
     return bool(v)
+
+
+def _values(v: Any, node: ast.AST) -> Any:
+    if isinstance(v, Shape):
+        raise ValueError(f"reads the values of input {v.name!r}, which are not drawn here")
+    return v
 
 
 def _eval(node: ast.AST, env: dict[str, Any]) -> Any:
@@ -99,27 +136,36 @@ def _eval(node: ast.AST, env: dict[str, Any]) -> Any:
             raise ValueError(f"names {node.id!r}, which is neither an axis nor an input")
         return env[node.id]
     if isinstance(node, ast.UnaryOp):
-        v = _eval(node.operand, env)
+        v = _values(_eval(node.operand, env), node)
         if isinstance(node.op, ast.Not):
             return not _truth(v)
         return -v if isinstance(node.op, ast.USub) else +v
     if isinstance(node, ast.BinOp):
-        return _BINOPS[type(node.op)](_eval(node.left, env), _eval(node.right, env))
+        return expressions.BINOPS[type(node.op)](_values(_eval(node.left, env), node),
+                                                 _values(_eval(node.right, env), node))
     if isinstance(node, ast.BoolOp):
-        values = (_truth(_eval(v, env)) for v in node.values)
+        values = (_truth(_values(_eval(v, env), node)) for v in node.values)
         return all(values) if isinstance(node.op, ast.And) else any(values)
     if isinstance(node, ast.Compare):
-        left = _eval(node.left, env)
+        left = _values(_eval(node.left, env), node)
         for op, comp in zip(node.ops, node.comparators, strict=True):
-            right = _eval(comp, env)
-            if not _truth(_CMPOPS[type(op)](left, right)):
+            right = _values(_eval(comp, env), node)
+            if not _truth(expressions.CMPOPS[type(op)](left, right)):
                 return False
             left = right
         return True
+    if isinstance(node, ast.Attribute) and node.attr == "shape":
+        shape = _eval(node.value, env).shape
+        if shape is None:
+            raise ValueError(f"{ast.unparse(node.value)} is a scalar and has no shape")
+        return tuple(shape)
     if isinstance(node, ast.Subscript):
-        return _eval(node.value, env)[_index(node.slice, env)]
+        return _values(_eval(node.value, env), node)[_index(node.slice, env)]
     if isinstance(node, ast.Call):  # parse_value_constraint allowed only no-argument methods
-        return getattr(_eval(node.func.value, env), node.func.attr)()
+        v = _values(_eval(node.func.value, env), node)
+        if node.func.attr == "item" and not hasattr(v, "item"):
+            return v  # a Python number (a scalar input)
+        return getattr(v, node.func.attr)()
     raise ValueError(f"cannot evaluate {type(node).__name__}")
 
 
@@ -131,11 +177,9 @@ def _index(node: ast.AST, env: dict[str, Any]) -> Any:
     return int(_eval(node, env))
 
 
-def violated_values(d: Definition, axes: dict[str, int], inputs: dict[str, Any]) -> list[str]:
-    """The value constraints these inputs break (a constraint that cannot be evaluated counts)."""
-    env = {**axes, **inputs}
+def _broken(constraints: list[str], env: dict[str, Any]) -> list[str]:
     bad = []
-    for c in value_constraints(d):
+    for c in constraints:
         try:
             ok = _truth(_eval(parse_value_constraint(c), env))
         except Exception as e:  # noqa: BLE001 - an IndexError on an empty tensor is a violation too
@@ -144,6 +188,17 @@ def violated_values(d: Definition, axes: dict[str, int], inputs: dict[str, Any])
         if not ok:
             bad.append(c)
     return bad
+
+
+def violated_values(d: Definition, axes: dict[str, int], inputs: dict[str, Any]) -> list[str]:
+    """The value constraints these inputs break (a constraint that cannot be evaluated counts)."""
+    return _broken(value_constraints(d), {**axes, **inputs})
+
+
+def violated_shapes(d: Definition, axes: dict[str, int]) -> list[str]:
+    """The shape constraints these axis values break (``w.shape[0] == k``)."""
+    env: dict[str, Any] = {n: Shape(n, d.shape(s, axes)) for n, s in d.inputs.items()}
+    return _broken(shape_constraints(d), {**env, **axes})
 
 
 # -- bounds read out of simple comparisons ---------------------------------------------------------
@@ -161,12 +216,10 @@ def _constant(node: ast.AST, axes: dict[str, int]) -> float | None:
     """The value of an expression over axes and numbers only; None if it reads anything else."""
     text = ast.unparse(node)
     try:
-        if expression_names(text) - set(axes):
+        if expressions.names(text) - set(axes):
             return None
-        from kernelcraft.task.definition import eval_expression
-
-        return float(eval_expression(text, axes))
-    except (ValueError, SyntaxError, ZeroDivisionError):
+        return float(expressions.evaluate(text, axes))
+    except (ValueError, SyntaxError):
         return None
 
 
@@ -263,13 +316,13 @@ def derived_axes(d: Definition) -> dict[str, str]:
     var = set(d.var_axes)
     found: dict[str, str] = {}
     for c in axis_constraints(d):
-        tree = parse_constraint(c).body
+        tree = expressions.parse(c).body
         if not (isinstance(tree, ast.Compare) and len(tree.ops) == 1 and isinstance(tree.ops[0], ast.Eq)):
             continue
         left, right = tree.left, tree.comparators[0]
         for target, expr in ((left, right), (right, left)):
             if isinstance(target, ast.Name) and target.id in var and target.id not in found:
-                uses = expression_names(ast.unparse(expr))
+                uses = expressions.names(ast.unparse(expr))
                 if target.id not in uses and uses <= set(d.axes):
                     found[target.id] = ast.unparse(expr)
                     break
@@ -277,7 +330,7 @@ def derived_axes(d: Definition) -> dict[str, str]:
     ordered: dict[str, str] = {}
     pending = dict(found)
     while pending:
-        ready = [a for a, e in pending.items() if not (expression_names(e) & set(pending))]
+        ready = [a for a, e in pending.items() if not (expressions.names(e) & set(pending))]
         if not ready:
             break  # a cycle (a == b, b == a): neither is derived, both are drawn and checked
         for a in ready:

@@ -9,7 +9,12 @@ exactly these defaults:
   bounds; there is no fraction of elements allowed to fail.
 - ``[weights]`` workload uuid -> weight in the geometric mean; every workload 1.0 by default.
 - ``[inputs.<name>]`` how a ``random`` input is drawn: ``dist = "normal"`` (mean, std),
-  ``"uniform"`` (low, high) or ``"randint"`` (low inclusive, high exclusive). Default per dtype:
+  ``"uniform"`` (low, high), ``"randint"`` (low inclusive, high exclusive), ``"softmax"`` (normal
+  draws, then softmax over the last dim: probabilities, as FlashInfer-Bench draws a sampler's
+  ``probs``) or ``"offsets"`` (a 1-d int input ``[batch + 1]`` of non-decreasing offsets from 0 to
+  ``total``, an axis expression; segments of at least 1 when total allows; ``within = "other"``
+  keeps each segment no longer than the other offsets input's: FlashInfer's ``qo_indptr`` within
+  ``kv_indptr``). Bounds and totals may be expressions over axis names. Default per dtype:
   floats N(0, 1); int8 randint[-128, 128); other ints randint[-1024, 1024); uint8 randint[0, 256);
   bool randint[0, 2) (FlashInfer-Bench's choices), kept within the bounds the definition's
   constraints put on the input's values (``0 <= h < 16``: :mod:`kernelcraft.task.inputs`).
@@ -25,7 +30,9 @@ exactly these defaults:
   ``require_approval`` false: when true, a candidate is promoted only after a person has approved
   its exact source (``kernelcraft approve CANDIDATE --by NAME``, recorded in the ledger).
 - ``[integrity]`` ``deterministic`` true (outputs bit-identical on repeat), ``allowed_torch_ops`` []
-  (aten op names a candidate may call besides allocation, views and metadata).
+  (aten op names a candidate may call besides allocation, views and metadata), ``allow_device_sync``
+  false (true: C/C++ sources may call ``cudaDeviceSynchronize``, as FlashInfer-Trace's CUDA
+  solutions do; a sync lets no work escape the timer).
 - ``[generalization]`` ``holdouts`` 3 (holdout shapes drawn per run over the whole range the
   definition's constraints allow: above the largest workload, between adjacent workloads, powers of
   two and their neighbours, log-uniform; odd and even-not-a-multiple-of-16 sizes; several axes at
@@ -43,20 +50,30 @@ exactly these defaults:
   ``argmin`` (an index per row whose objective, e.g. the squared distance to the chosen centroid, is
   within ``atol + rtol * scale`` of the best one) and ``balanced_kmeans`` (capacities, objective
   within ``objective_rtol`` of the reference's, centroids consistent with the assignment) name the
-  inputs and outputs they read. An output no checker names is judged by ``tolerance``.
+  inputs and outputs they read; ``sampling`` (a sampler's indices: each sample inside the top-k /
+  top-p set, the frequencies over many draws within a total-variation distance of the kept
+  probabilities, FlashInfer-Bench's rule). ``tolerance`` takes ``min_matched_ratio`` (default 1:
+  every element; FlashInfer-Bench's low-bit MoE evaluator uses 0.95). An output no checker names
+  is judged by ``tolerance``.
   ``python`` names a function of the task folder (``"benchmark.py::judge"``, a KDA request's own
   verifier) called in the judge process with ``args`` (default ``["outputs", "reference"]``;
   ``"inputs"`` and ``"NAME(inputs)"``, a function of the same file applied to the inputs, may be
   named too) and returning ``(ok, worst_ratio)``; it judges ``outputs`` (default: all of them) and
   the record keeps the worst ratio per workload. ``reference = "native"`` (default) hands it the
   reference run in the inputs' own precision, as a request's benchmark runs it.
-- ``[inputs] generator`` a function of the task folder (``"benchmark.py::random_inputs"``) called in
-  the judge as ``fn(*axis values, device, seed=seed)`` (the var axes in definition order, or the
-  ``axes`` listed) and returning the inputs in definition order: every correctness check and every
-  timed call then draws from the request's domain instead of ``[inputs.<name>]``. ``[[inputs.sets]]``
-  adds named input sets each correctness check also runs: ``generator`` called the same way, or with
-  ``after = "NAME"`` called as ``fn(inputs of set NAME, reference outputs on them, device, seed)``
-  (the next decode step built from the reference's output).
+- ``[inputs] generator`` the task's own input generator, a function of a Python file in the task
+  folder (``"benchmark.py::random_inputs"``, a KDA request's; ``"inputs.py::make_inputs"``, what
+  ``import kernelbench`` writes around the problem's ``get_inputs()``): trusted task code, called
+  in the judge (never in a candidate's runner) as ``fn(*axis values, device, seed=seed)`` (the var
+  axes in definition order, or the ``axes`` listed; a ``torch.device``; a seed drawn from the run's
+  seed and the workload) and returning the inputs in definition order: every correctness check and
+  every timed call then draws from the task's domain instead of ``[inputs.<name>]`` (no such table
+  may be given with it). An item may be None where the workload gives that input (``scalar`` or
+  ``safetensors``: the workload's value is used). Tensors must have the definition's shapes and
+  dtypes on the judge's device, and the definition's value constraints are checked on what comes
+  back. ``[[inputs.sets]]`` adds named input sets each correctness check also runs: ``generator``
+  called the same way, or with ``after = "NAME"`` called as ``fn(inputs of set NAME, reference
+  outputs on them, device, seed)`` (the next decode step built from the reference's output).
 - ``[validate]`` a request's own verifier as one more gate (:mod:`kernelcraft.gauntlet.validate`):
   ``command`` with ``{task}`` / ``{solution}`` placeholders, run in the candidate's sandboxed runner
   after kernelcraft's checks, passing when it exits 0 within ``timeout_s``. It can only reject.
@@ -126,7 +143,7 @@ def _axis_expression(v: float | str) -> float | str:
 
 class InputDistribution(_Strict):
     # None: the default for the input's dtype, within the bounds the definition's constraints state
-    dist: Literal["normal", "uniform", "randint"] | None = None
+    dist: Literal["normal", "uniform", "randint", "offsets", "softmax"] | None = None
     mean: float = 0.0
     std: float = 1.0
     # a number, or an expression over axis names ("vocab_size"): a target index in [0, vocab_size)
@@ -138,11 +155,24 @@ class InputDistribution(_Strict):
     outliers: bool = True
     near_zero_rows: bool = True
     outlier_magnitude: tuple[float, float] = (100.0, 1000.0)
+    # "offsets": the last value (an axis expression, e.g. "num_kv_indices"); the first is 0
+    total: int | str | None = None
+    # "offsets": another "offsets" input whose segments bound this one's (a prefill's queries see at
+    # least their own keys: qo_indptr within kv_indptr)
+    within: str | None = None
 
-    @field_validator("low", "high")
+    @field_validator("low", "high", "total")
     @classmethod
-    def _safe(cls, v: float | str) -> float | str:
-        return _axis_expression(v)
+    def _safe(cls, v: float | str | None) -> float | str | None:
+        return v if v is None else _axis_expression(v)
+
+    @model_validator(mode="after")
+    def _offsets(self) -> InputDistribution:
+        if self.dist == "offsets" and self.total is None:
+            raise ValueError('dist = "offsets" needs total (the last offset: an axis expression such as "total_q")')
+        if self.dist != "offsets" and (self.total is not None or self.within is not None):
+            raise ValueError('total and within belong to dist = "offsets"')
+        return self
 
     @field_validator("outlier_magnitude")
     @classmethod
@@ -180,6 +210,9 @@ class Promotion(_Strict):
 class Integrity(_Strict):
     deterministic: bool = True  # two runs on identical inputs must agree bit for bit
     allowed_torch_ops: list[str] = Field(default_factory=list)  # aten op names a candidate may call
+    # C/C++ sources may call cudaDeviceSynchronize (FlashInfer-Trace's CUDA solutions do): a device-wide
+    # sync inside the call lets no work escape the timer, it only costs the candidate time
+    allow_device_sync: bool = False
 
 
 class Generalization(_Strict):
@@ -208,6 +241,9 @@ class ToleranceCheck(_Strict):
     """Element-wise: an element fails when its error exceeds both atol and rtol * |reference|."""
     kind: Literal["tolerance"]
     outputs: list[str] = Field(min_length=1)
+    # the share of each output's elements that must pass (FlashInfer-Bench's required_matched_ratio,
+    # 0.95 for its low-bit MoE evaluator); 1.0: every element. NaN/Inf disagreements always fail.
+    min_matched_ratio: float = Field(default=1.0, gt=0, le=1)
 
 
 class ExactCheck(_Strict):
@@ -282,7 +318,24 @@ class PythonCheck(_Strict):
         return v
 
 
-Check = Annotated[ToleranceCheck | ExactCheck | TopKCheck | ArgminCheck | BalancedKMeansCheck | PythonCheck,
+class SamplingCheck(_Strict):
+    """A sampler (FlashInfer-Bench's sampling evaluator): every sample an index of ``probs``' last dim that
+    the thresholding keeps (top-k with ties, top-p within ``top_p_eps`` of the nucleus), and the samples'
+    frequencies within total-variation distance ``tvd`` of the renormalised kept probabilities, per row,
+    over ``samples_per_row`` draws (``probs`` tiled to ``batch_rows`` rows per call)."""
+    kind: Literal["sampling"]
+    samples: str  # output [batch] (or a scalar for one row): the drawn indices
+    probs: str  # input [batch, vocab]: probabilities
+    top_k: str | None = None  # input [batch] int: per-row k (k <= 0 or k >= vocab: no top-k)
+    top_p: str | None = None  # input [batch] float: per-row p (p <= 0 or p >= 1: no top-p)
+    tvd: float = Field(default=0.2, gt=0, le=1)  # FlashInfer-Bench's sampling_tvd_threshold
+    samples_per_row: int = Field(default=500_000, ge=1)  # FlashInfer-Bench's num_trials
+    batch_rows: int = Field(default=10_000, ge=1)  # rows per call (the batch tiled up to this)
+    top_p_eps: float = Field(default=0.05, ge=0)  # nucleus slack for the validity mask
+
+
+Check = Annotated[ToleranceCheck | ExactCheck | TopKCheck | ArgminCheck | BalancedKMeansCheck | PythonCheck
+                  | SamplingCheck,
                   Field(discriminator="kind")]
 
 

@@ -12,6 +12,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 
+from kernelcraft.task import expressions
 from kernelcraft.task.dtypes import ALIASES, DType
 
 DTypeName = Annotated[DType, BeforeValidator(lambda v: ALIASES.get(v, v))]
@@ -38,37 +39,23 @@ class TensorSpec(BaseModel):
     description: str | None = None
 
 
-# Node types allowed in a constraint: arithmetic, comparisons and boolean logic over axis names.
-_CONSTRAINT_NODES = (
-    ast.Expression, ast.BoolOp, ast.And, ast.Or, ast.UnaryOp, ast.Not, ast.USub, ast.UAdd,
-    ast.BinOp, ast.Add, ast.Sub, ast.Mult, ast.Div, ast.FloorDiv, ast.Mod, ast.Pow,
-    ast.Compare, ast.Eq, ast.NotEq, ast.Lt, ast.LtE, ast.Gt, ast.GtE, ast.Name, ast.Load, ast.Constant,
-)
-
-
-def parse_constraint(text: str) -> ast.Expression:
-    """Parse a constraint such as ``"two_i == 2 * intermediate_size"``; raise ValueError if unsafe."""
-    tree = ast.parse(text, mode="eval")
-    for node in ast.walk(tree):
-        if not isinstance(node, _CONSTRAINT_NODES):
-            raise ValueError(f"constraint {text!r} uses {type(node).__name__}, which is not allowed")
-        if isinstance(node, ast.Constant) and not isinstance(node.value, int | float | bool):
-            raise ValueError(f"constraint {text!r} has a non-numeric constant {node.value!r}")
-    return tree
+def parse_constraint(text: str):
+    """Parse an axis expression such as ``"two_i == 2 * intermediate_size"`` (contract bounds, roofline
+    formulas); raise ValueError if it uses anything but arithmetic and comparisons over names."""
+    return expressions.parse(text)
 
 
 def expression_names(text: str) -> set[str]:
-    """The axis names an expression (a constraint or a roofline formula) refers to."""
-    return {n.id for n in ast.walk(parse_constraint(text)) if isinstance(n, ast.Name)}
+    """The axis names an axis expression (a contract bound or a roofline formula) refers to."""
+    return expressions.names(text)
 
 
 def eval_expression(text: str, axes: dict[str, int]) -> int | float | bool:
     """Evaluate arithmetic/comparisons over axis values; ValueError if unsafe or naming unknown axes."""
-    tree = parse_constraint(text)
     missing = expression_names(text) - set(axes)
     if missing:
         raise ValueError(f"expression {text!r} names unknown axes {sorted(missing)}")
-    return eval(compile(tree, "<expression>", "eval"), {"__builtins__": {}}, dict(axes))
+    return expressions.evaluate(text, dict(axes))
 
 
 def eval_constraint(text: str, axes: dict[str, int]) -> bool:
@@ -109,15 +96,22 @@ class Definition(BaseModel):
             raise ValueError(f"'reference' is not valid Python: line {e.lineno}: {e.msg}") from None
         if not any(isinstance(n, ast.FunctionDef) and n.name == "run" for n in module.body):
             raise ValueError("'reference' must define a top-level function `run`")
-        from kernelcraft.task.constraints import is_value_constraint, parse_value_constraint
+        from kernelcraft.task.constraints import names, parse_value_constraint
 
+        known, inputs_only = set(self.axes) | set(self.inputs), set(self.inputs) - set(self.axes)
         for c in self.constraints:
-            # A constraint naming an input states its values (FlashInfer-Trace writes
-            # "num_kv_indices == kv_indptr[-1].item()"): checked on the drawn inputs, not on axes.
+            # A constraint naming an input states its shape or its values (FlashInfer-Trace writes
+            # "num_kv_indices == kv_indptr[-1].item()"): values are checked on the inputs, not on axes.
             try:
-                parse_value_constraint(c) if is_value_constraint(self, c) else parse_constraint(c)
+                used = names(c)
             except SyntaxError as e:
                 raise ValueError(f"constraint {c!r} is not a Python expression: {e.msg}") from None
+            if used - known:
+                raise ValueError(f"constraint {c!r} names {sorted(used - known)}, which are neither axes nor inputs")
+            if used & inputs_only:
+                parse_value_constraint(c)
+            else:
+                parse_constraint(c)
         return self
 
     @property
@@ -134,11 +128,25 @@ class Definition(BaseModel):
         return None if spec.shape is None else tuple(axes[a] for a in spec.shape)
 
     def violated_constraints(self, axes: dict[str, int]) -> list[str]:
-        """The axis constraints these axis values break (constraints on input values are checked
-        on the inputs, :func:`kernelcraft.task.constraints.violated_values`)."""
-        from kernelcraft.task.constraints import axis_constraints
+        """The axis and shape constraints these axis values break (``x.shape[1] == h`` follows from the
+        axes); constraints on input values are checked on the inputs
+        (:func:`kernelcraft.task.constraints.violated_values`)."""
+        from kernelcraft.task.constraints import axis_constraints, violated_shapes
 
-        return [c for c in axis_constraints(self) if not eval_constraint(c, axes)]
+        return [c for c in axis_constraints(self) if not eval_constraint(c, axes)] + violated_shapes(self, axes)
+
+    def value_constraints(self) -> list[str]:
+        """Constraints that read input values (``num_kv_indices == kv_indptr[-1].item()``): they can only
+        be checked on inputs made for a workload (:func:`kernelcraft.task.inputs.make_inputs` does)."""
+        from kernelcraft.task.constraints import value_constraints
+
+        return value_constraints(self)
+
+    def violated_value_constraints(self, axes: dict[str, int], inputs: list) -> list[str]:
+        """The value constraints the inputs (in definition order) break."""
+        from kernelcraft.task.constraints import violated_values
+
+        return violated_values(self, axes, dict(zip(self.inputs, inputs, strict=True)))
 
     def to_json_dict(self) -> dict[str, Any]:
         return self.model_dump(mode="json", exclude_none=True)

@@ -16,8 +16,10 @@ from kernelcraft.task.definition import AxisVar, Definition, eval_expression, pa
 def definitions_of(d: Definition) -> list[tuple[str, str]]:
     """(axis, expression) for every constraint ``axis == expression`` (or ``expression == axis``)
     whose expression names only other axes."""
+    from kernelcraft.task.constraints import axis_constraints
+
     out = []
-    for c in d.constraints:
+    for c in axis_constraints(d):
         body = parse_constraint(c).body
         if not (isinstance(body, ast.Compare) and len(body.ops) == 1 and isinstance(body.ops[0], ast.Eq)):
             continue

@@ -1,23 +1,21 @@
-"""Make the inputs of one workload, on one device, from one seed.
+"""Make the inputs of one workload, on one device, from one seed (the judge's job: trusted code only).
 
 Distributions of ``random`` inputs (documented defaults; ``[inputs.<name>]`` in contract.toml
-overrides; ``low``/``high`` may be expressions over axis names, e.g. ``high = "vocab_size"``):
+overrides; ``low``/``high``/``total`` may be expressions over axis names, e.g. ``high = "vocab_size"``):
 
 - Floats: N(0, 1) drawn in float32 and rounded to the dtype.
 - Integers: int8 randint[-128, 128); other signed ints randint[-1024, 1024); uint8 randint[0, 256);
   bool randint[0, 2) (FlashInfer-Bench's choices).
+- ``softmax`` and ``offsets`` make probabilities and non-decreasing offsets (``[batch + 1]``, 0 to
+  ``total``, optionally ``within`` another offsets input), see :mod:`kernelcraft.task.contract`.
 - Where the definition's constraints bound an input's values in terms of axes (``h >= 0``,
   ``0 <= h < 16``, ``idx.max() < num_pages``: :mod:`kernelcraft.task.constraints`), the default
   keeps to them: integers randint over the allowed range (a missing side from the dtype's default),
   floats uniform between two bounds, or N(0, 1) folded onto the allowed side of one bound.
 - A random input with ``shape: null`` is a Python scalar drawn the same way.
 
-Every value constraint of the definition is checked on the inputs made; inputs that break one
-(a contract distribution that contradicts it, or a relation such as ``num_kv_indices ==
-kv_indptr[-1].item()`` that independent draws cannot meet) raise ValueError naming it and the fix.
-
 **Stress variant** (``variant="stress"``, and every workload whose uuid starts with ``stress-``):
-each floating random tensor input is drawn as above, then
+each floating random tensor input (not ``softmax``) is drawn as above, then
 
 - about half of its rows (at least one; a row is the last dimension) get 1-4 entries at
   ``mean +- m * std`` with ``m`` log-uniform in ``outlier_magnitude`` (default [100, 1000]: LLM
@@ -34,11 +32,17 @@ each floating random tensor input is drawn as above, then
 ``[inputs.<name>] outliers = false`` / ``near_zero_rows = false`` turn either off for one input;
 integer, bool, scalar, workload-given and safetensors inputs are never changed.
 
-``[inputs] generator`` in contract.toml (a function of the task folder, :mod:`kernelcraft.task.generated`)
-replaces all of this: the request's own in-domain inputs.
+**The task's own generator** (``[inputs] generator`` in contract.toml, a function of the task folder:
+a KDA request's ``benchmark.py::random_inputs``, a KernelBench problem's ``get_inputs()`` wrapped in
+``inputs.py``; :mod:`kernelcraft.task.generated`) replaces all of the above, stress variant included:
+the task's own in-domain inputs. Scalar and safetensors inputs still come from the workload.
 
 Every workload gets its own generator seeded from (run seed, workload uuid), so one workload can be
-replayed alone with the same ``--seed`` and its inputs do not depend on which others ran.
+replayed alone with the same ``--seed`` and its inputs do not depend on which others ran. Every value
+constraint of the definition (``num_kv_indices == kv_indptr[-1].item()``, ``0 <= h < 16``) is checked
+on the inputs made, drawn or generated; inputs that break one (a safetensors blob that does not fit, a
+contract distribution that contradicts it, a relation independent draws cannot meet, a generator out
+of its domain) raise :class:`InputsError` naming it and the fix, never a silent pass.
 """
 
 from __future__ import annotations
@@ -58,6 +62,10 @@ from kernelcraft.task.workload import Workload
 
 STRESS_PREFIX = "stress-"
 _MAX_OUTLIERS_PER_ROW = 4
+
+
+class InputsError(ValueError):
+    """The task's inputs cannot be made as its files say (the task's fault, never the candidate's)."""
 
 
 def workload_seed(seed: int, uuid: str) -> int:
@@ -130,15 +138,51 @@ def _domain(dist: InputDistribution, bounds: Bounds, dtype: torch.dtype, axes: d
     return _ceil_to(lo, dtype, lo_strict), -_ceil_to(-hi, dtype, hi_strict)
 
 
+def _total(dist: InputDistribution, axes: dict[str, int]) -> int:
+    from kernelcraft.task.definition import eval_expression
+
+    return int(eval_expression(dist.total, axes)) if isinstance(dist.total, str) else int(dist.total)
+
+
+def _offsets(name: str, shape: tuple[int, ...], dist: InputDistribution, gen: torch.Generator, axes: dict[str, int],
+             bound: torch.Tensor | None) -> torch.Tensor:
+    """Offsets 0 = o[0] <= ... <= o[-1] = total; segments >= 1 when total >= segments. ``bound``: the
+    offsets each segment must fit inside (a slot per bound element, ``total`` of them chosen)."""
+    if len(shape) != 1 or shape[0] < 1:
+        raise InputsError(f"input {name!r}: dist \"offsets\" needs a 1-d shape [segments + 1], got {list(shape)}")
+    n, total = shape[0] - 1, _total(dist, axes)
+    if total < 0 or (n == 0 and total != 0):
+        raise InputsError(f"input {name!r}: cannot make {n} segment(s) summing to total {total}")
+    if bound is not None:
+        bound = bound.to("cpu", torch.int64)
+        room = int(bound[-1])
+        if bound.numel() != n + 1 or total > room:
+            raise InputsError(f"input {name!r}: {total} positions do not fit within {dist.within!r} "
+                              f"({bound.numel() - 1} segments holding {room})")
+        chosen = torch.randperm(room, generator=gen)[:total]
+        counts = torch.bincount(torch.searchsorted(bound[1:], chosen, right=True), minlength=n)
+    elif n == 0:
+        counts = torch.zeros(0, dtype=torch.int64)
+    elif total >= n:
+        cuts = (torch.randperm(total - 1, generator=gen)[:n - 1] + 1).sort().values if n > 1 else torch.zeros(0, dtype=torch.int64)
+        edges = torch.cat([torch.zeros(1, dtype=torch.int64), cuts, torch.tensor([total])])
+        counts = edges[1:] - edges[:-1]
+    else:  # fewer positions than segments: some segments are empty
+        counts = torch.bincount(torch.randint(0, n, (total,), generator=gen), minlength=n)
+    return torch.cat([torch.zeros(1, dtype=torch.int64), counts.cumsum(0)])
+
+
 def _draw(shape: tuple[int, ...], dtype: torch.dtype, dist: InputDistribution, gen: torch.Generator, device: str,
           axes: dict[str, int], domain: tuple[float, float] | None = None) -> torch.Tensor:
-    """Float32 draws (int64 for randint), not yet rounded to ``dtype``."""
+    """Float32 draws (int64 for randint), not yet rounded to ``dtype``. Offsets: see :func:`_offsets`."""
     low, high = dist.bounds(axes)
     if dist.dist == "randint":
         return torch.randint(int(low), int(high), shape, generator=gen, device=device, dtype=torch.int64)
     t = torch.empty(shape, dtype=torch.float32, device=device)
-    if dist.dist == "normal":
+    if dist.dist in ("normal", "softmax"):
         t.normal_(dist.mean, dist.std, generator=gen)
+        if dist.dist == "softmax":  # probabilities over the last dim (a sampler's probs)
+            return torch.softmax(t, dim=-1) if t.dim() else torch.ones_like(t)
     else:
         t.uniform_(low, high, generator=gen)
     if domain is not None and dtype.is_floating_point:
@@ -193,69 +237,152 @@ def _stress(t: torch.Tensor, dtype: torch.dtype, dist: InputDistribution, domain
     return rows.clamp(lo, hi).reshape(t.shape)
 
 
+def _draw_order(task: Task) -> list[str]:
+    """Inputs in an order where an offsets input comes after the one it lies ``within``."""
+    dists = task.contract.inputs
+    order, seen = [], set()
+
+    def visit(name: str, stack: tuple[str, ...]) -> None:
+        if name in seen:
+            return
+        other = dists[name].within if name in dists else None
+        if other is not None:
+            if other in stack:
+                raise InputsError(f"contract.toml: inputs.{name}.within makes a cycle ({' -> '.join((*stack, other))})")
+            visit(other, (*stack, name))
+        seen.add(name)
+        order.append(name)
+
+    for name in task.definition.inputs:
+        visit(name, (name,))
+    return order
+
+
 def make_inputs(task: Task, workload: Workload, seed: int, device: str, variant: str | None = None) -> list[Any]:
     """The positional arguments of ``run`` for this workload, in the definition's input order.
 
     ``variant``: "normal" or "stress" (outliers and near-zero rows, see the module docstring);
-    None: "stress" for a workload whose uuid starts with ``stress-``, else "normal"."""
-    # -- hook (issue 22): a request's own generator replaces the distributions below entirely
-    if task.contract.input_generator.generator is not None:
-        from kernelcraft.task.generated import generated_inputs
-
-        return generated_inputs(task, workload, seed, device)
-    # -- end of hook
+    None: "stress" for a workload whose uuid starts with ``stress-``, else "normal". A task with its
+    own ``[inputs] generator`` makes every random input with it, whatever the variant."""
     if variant is None:
         variant = "stress" if workload.uuid.startswith(STRESS_PREFIX) else "normal"
     if variant not in ("normal", "stress"):
         raise ValueError(f"unknown input variant {variant!r} (use 'normal' or 'stress')")
+    if task.contract.input_generator.generator is not None:
+        from kernelcraft.task.generated import generated_inputs
+
+        return generated_inputs(task, workload, seed, device)  # checked by check_values there
     d = task.definition
     axes = d.axis_values(workload.axes)
+    wseed = workload_seed(seed, workload.uuid)
     gen = torch.Generator(device=device)
-    gen.manual_seed(workload_seed(seed, workload.uuid))
-    args: list[Any] = []
-    for name, spec in d.inputs.items():
-        dtype = torch_dtype(spec.dtype)
-        shape = d.shape(spec, axes)
-        source = workload.inputs.get(name)
-        if source is not None and source.type == "scalar":
-            args.append(source.value)
+    gen.manual_seed(wseed)
+    # offsets are drawn on the CPU (randperm, searchsorted) from a CPU generator of the same seed
+    cpu_gen = gen if torch.device(device).type == "cpu" else torch.Generator().manual_seed(wseed)
+    values: dict[str, Any] = {}
+    for name in _draw_order(task):
+        spec, source = d.inputs[name], workload.inputs.get(name)
+        if source is not None and source.type in ("scalar", "safetensors"):
             continue
-        if source is not None and source.type == "safetensors":
-            args.append(_load_safetensor(task.root, source.path, source.tensor_key, name, shape, dtype, device))
-            continue
+        dtype, shape = torch_dtype(spec.dtype), d.shape(spec, axes)
         dist, bounds = resolve_distribution(task, name, dtype, axes)
+        if dist.dist == "offsets":
+            if dist.within and dist.within not in values:
+                raise InputsError(f"input {name!r} is drawn within {dist.within!r}, which workload {workload.uuid} "
+                                  "gives itself: draw both, or give both in the workload")
+            bound = values[dist.within] if dist.within else None
+            values[name] = _offsets(name, shape or (), dist, cpu_gen, axes, bound).to(device=device, dtype=dtype)
+            continue
         domain = _domain(dist, bounds, dtype, axes) if dtype.is_floating_point else None
         derived = name not in task.contract.inputs or task.contract.inputs[name].dist is None
         t = _draw(shape or (), dtype, dist, gen, device, axes, domain if derived else None)
         if domain is not None:
             t = t.float()  # a float input drawn by randint
-            if variant == "stress" and shape and (dist.outliers or dist.near_zero_rows):
+            if variant == "stress" and shape and dist.dist != "softmax" and (dist.outliers or dist.near_zero_rows):
                 t = _stress(t, dtype, dist, domain, gen)
             elif bounds and derived:
                 # the defaults keep to the definition's bounds; a contract's own distribution that
                 # breaks them is reported below, not silently clamped
                 t = t.clamp(*domain)
         t = t.to(dtype)
-        args.append(t.item() if shape is None else t)
-    broken = violated_values(d, axes, dict(zip(d.inputs, args, strict=True)))
-    if broken:
-        raise ValueError(
-            f"the inputs drawn for workload {workload.uuid} break the definition's constraint(s) "
-            f"{broken} ({task.root / 'definition.json'}): give the inputs named there a distribution "
-            f"that meets them in {task.root / 'contract.toml'} [inputs.<name>], or fixed values in the workload")
+        values[name] = t.item() if shape is None else t
+    args = with_workload_inputs(task, workload, device, values)
+    check_values(task, workload, args, "drawn")
     return args
 
 
-def _load_safetensor(root: Path, path: str, key: str, name: str, shape, dtype, device: str) -> torch.Tensor:
-    from safetensors.torch import load_file
+def with_workload_inputs(task: Task, workload: Workload, device: str, values: dict[str, Any]) -> list[Any]:
+    """The inputs in definition order: the workload's scalar and safetensors inputs, ``values`` for the rest."""
+    d = task.definition
+    axes = d.axis_values(workload.axes)
+    files = _SafetensorFiles(task.root, device)
+    args: list[Any] = []
+    for name, spec in d.inputs.items():
+        source = workload.inputs.get(name)
+        if source is not None and source.type == "scalar":
+            args.append(source.value)
+        elif source is not None and source.type == "safetensors":
+            args.append(files.load(source.path, source.tensor_key, name, d.shape(spec, axes), torch_dtype(spec.dtype)))
+        else:
+            args.append(values[name])
+    return args
 
-    p = Path(path) if Path(path).is_absolute() else root / path
-    tensors = load_file(str(p))
-    if key not in tensors:
-        raise ValueError(f"input {name!r}: {p} has no tensor {key!r} (has {sorted(tensors)[:10]})")
-    t = tensors[key]
-    if shape is not None and tuple(t.shape) != shape:
-        raise ValueError(f"input {name!r}: {p}[{key}] has shape {tuple(t.shape)}, the definition needs {shape}")
-    if t.dtype != dtype:
-        raise ValueError(f"input {name!r}: {p}[{key}] is {t.dtype}, the definition needs {dtype}")
-    return t.to(device)
+
+def check_values(task: Task, workload: Workload, args: list[Any], how: str, fix: str = "") -> None:
+    """InputsError unless ``args`` (definition order) meet every value constraint of the definition."""
+    d = task.definition
+    broken = violated_values(d, d.axis_values(workload.axes), dict(zip(d.inputs, args, strict=True)))
+    if broken:
+        fix = fix or (f"give the inputs named there a distribution that meets them in {task.root / 'contract.toml'} "
+                      "[inputs.<name>] (dist = \"offsets\" for an indptr), or fixed values in the workload; a "
+                      "safetensors blob of the workload may not fit them")
+        raise InputsError(f"workload {workload.uuid}: the inputs {how} violate the definition's constraint(s) "
+                          f"{broken} ({task.root / 'definition.json'}): {fix}")
+
+
+def infeasible(task: Task, axes: dict[str, int]) -> str:
+    """Why inputs cannot be drawn at these axis values ("" when they can): an offsets total that does
+    not fit its segments or the offsets it lies within. Holdout shapes are checked with this."""
+    d = task.definition
+    values = d.axis_values(axes)
+    dists = task.contract.inputs
+    totals: dict[str, int] = {}
+    try:
+        for name, dist in dists.items():
+            if dist.dist == "offsets" and name in d.inputs:
+                totals[name] = _total(dist, values)
+    except ValueError as e:
+        return str(e)
+    for name, total in totals.items():
+        shape = d.shape(d.inputs[name], values)
+        if total < 0 or not shape or shape[0] < 1 or (shape[0] == 1 and total):
+            return f"input {name!r}: no offsets of shape {shape} end at {total}"
+        other = dists[name].within
+        if other in totals and total > totals[other]:
+            return f"input {name!r}: total {total} exceeds {other}'s {totals[other]}"
+    return ""
+
+
+class _SafetensorFiles:
+    """One open mapping per safetensors file for one call of make_inputs, however many of its tensors
+    the workload names (a model's hundreds of parameters used to map the file once each)."""
+
+    def __init__(self, root: Path, device: str):
+        self.root, self.device = root, device
+        self.handles: dict[Path, Any] = {}
+
+    def load(self, path: str, key: str, name: str, shape, dtype) -> torch.Tensor:
+        from safetensors import safe_open
+
+        p = Path(path) if Path(path).is_absolute() else self.root / path
+        if p not in self.handles:
+            self.handles[p] = safe_open(str(p), framework="pt", device="cpu")
+        f = self.handles[p]
+        if key not in f.keys():
+            raise InputsError(f"input {name!r}: {p} has no tensor {key!r} (has {sorted(f.keys())[:10]})")
+        t = f.get_tensor(key)
+        if shape is not None and tuple(t.shape) != shape:
+            raise InputsError(f"input {name!r}: {p}[{key}] has shape {tuple(t.shape)}, the definition needs {shape}")
+        if t.dtype != dtype:
+            raise InputsError(f"input {name!r}: {p}[{key}] is {t.dtype}, the definition needs {dtype}")
+        return t.to(self.device)

@@ -202,6 +202,10 @@ def _task_code_problems(root: Path, contract: Contract, definition: Definition) 
         if name not in definition.axes:
             problems.append(Problem(where, "inputs.axes", f"{name!r} is not an axis of the definition",
                                     f"use the definition's axes {list(definition.axes)}"))
+    if gen.generator:
+        for name in contract.inputs:
+            problems.append(Problem(where, f"inputs.{name}", "a distribution table, but [inputs] generator makes "
+                                    "every input", "remove the table, or the generator"))
     for i, s in enumerate(gen.sets):
         problems += static_problems(root, s.generator, where, f"inputs.sets.{i}.generator")
     for i, spec in enumerate(contract.check):
@@ -213,6 +217,24 @@ def _task_code_problems(root: Path, contract: Contract, definition: Definition) 
         problems.append(Problem(where, "validate.timeout_s", f"{v.timeout_s:g} s plus a minute for the runner exceeds "
                                 f"[limits] workload_timeout_s = {contract.limits.workload_timeout_s:g} s, the deadline "
                                 "of the phase it runs in", "lower timeout_s or raise [limits] workload_timeout_s"))
+    return problems
+
+
+def _dist_problems(where: Path, name: str, dist, contract: Contract, definition: Definition) -> list[Problem]:
+    spec = definition.inputs[name]
+    problems = []
+    if dist.dist == "offsets":
+        if spec.shape is None or len(spec.shape) != 1 or spec.dtype.startswith(("float", "bfloat", "bool")):
+            problems.append(Problem(where, f"inputs.{name}.dist", f"offsets need a 1-d integer input; {name} is "
+                                    f"{spec.dtype} {spec.shape}", "use randint, or fix the definition"))
+        if dist.within is not None:
+            other = contract.inputs.get(dist.within)
+            if other is None or other.dist != "offsets":
+                problems.append(Problem(where, f"inputs.{name}.within", f"{dist.within!r} is not an input drawn as "
+                                        "offsets", "name an input with dist = \"offsets\""))
+    if dist.dist == "softmax" and not spec.dtype.startswith(("float", "bfloat")):
+        problems.append(Problem(where, f"inputs.{name}.dist", f"softmax makes probabilities; {name} is {spec.dtype}",
+                                "use it for a floating input"))
     return problems
 
 
@@ -240,7 +262,9 @@ def load_task(root: str | Path) -> Task:
         for name, dist in contract.inputs.items():
             if name not in definition.inputs:
                 problems.append(Problem(root / "contract.toml", f"inputs.{name}", "not an input of the definition", f"use one of {list(definition.inputs)}"))
-            for bound in ("low", "high"):
+                continue
+            problems += _dist_problems(root / "contract.toml", name, dist, contract, definition)
+            for bound in ("low", "high", "total"):
                 expr = getattr(dist, bound)
                 if isinstance(expr, str) and expression_names(expr) - set(definition.axes):
                     problems.append(Problem(root / "contract.toml", f"inputs.{name}.{bound}",

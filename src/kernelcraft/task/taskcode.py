@@ -4,8 +4,10 @@ is: imported and called in the judge process only, never in a candidate's runner
 
 :func:`static_problems` checks, without importing anything, that each named file exists inside the
 task folder and defines the function at top level; :func:`load_function` imports the file once per
-process (every function of one file shares one module, so a generator and a judge see the same
-constants) and returns the function.
+process and version of the file (every function of one file shares one module, so a generator and a
+judge see the same constants; a task folder replaced in place, as a re-import does, is read again),
+with the file's folder on ``sys.path`` while it runs (it may import the task's helper modules), and
+returns the function.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from pathlib import Path
 
 from kernelcraft.errors import InputError, Problem
 
-_modules: dict[Path, object] = {}
+_modules: dict[tuple[Path, int, int], object] = {}
 
 
 def split(ref: str) -> tuple[str, str]:
@@ -52,19 +54,27 @@ def static_problems(root: Path, ref: str, where: Path, field: str, also: tuple[s
 
 def load_module(root: Path, file: str):
     path = (Path(root) / file).resolve()
-    if path not in _modules:
-        # a name of its own per file: two tasks' benchmark.py must not share a module
-        name = "kc_taskcode_" + hashlib.sha256(str(path).encode()).hexdigest()[:12]
+    try:
+        st = path.stat()
+    except OSError:
+        raise InputError(Problem(Path(root) / file, "", "does not exist", "name a Python file of the task folder")) from None
+    key = (path, st.st_mtime_ns, st.st_size)
+    if key not in _modules:
+        # a name of its own per file version: two tasks' benchmark.py must not share a module
+        name = "kc_taskcode_" + hashlib.sha256(str(key).encode()).hexdigest()[:12]
         spec = importlib.util.spec_from_file_location(name, path)
         module = importlib.util.module_from_spec(spec)
         sys.modules[name] = module  # dataclasses and pickling look their module up by name
+        sys.path.insert(0, str(path.parent))
         try:
             spec.loader.exec_module(module)
         except BaseException:
             sys.modules.pop(name, None)
             raise
-        _modules[path] = module
-    return _modules[path]
+        finally:
+            sys.path.remove(str(path.parent))
+        _modules[key] = module
+    return _modules[key]
 
 
 def load_function(root: Path, ref: str) -> Callable:

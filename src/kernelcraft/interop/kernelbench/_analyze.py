@@ -3,18 +3,16 @@
 from __future__ import annotations
 
 import inspect
-import math
+import resource
 from dataclasses import dataclass
 from typing import Any
 
 import torch
 
-from kernelcraft.task.dtypes import TORCH_DTYPES
-
 from ._errors import ConversionError, _describe_error, _stage
 from ._names import _dtype_name, _identifier, _scalar_dtype, _unique
 from ._problem import _loose_tensors, _Problem, _Sample, _seeded
-from ._validate import _MakeConst, _validate, _variants
+from ._validate import Derived, _MakeConst, _validate, _variants, scaled_point
 
 
 @dataclass
@@ -37,12 +35,11 @@ class _Plan:
     axis_why: dict[str, str]
     var: list[str]
     workloads: list[dict]  # {"axes": {...}, "scalars": {name: value}, "label": str}
-    dists: dict[str, dict]  # contract [inputs.<name>]
-    dist_why: dict[str, str]
     build_device: str
     loose: list[str]
     probe_device: str
     state: dict[str, torch.Tensor]
+    constraints: list[str]  # ties each derived output axis (var, not a module constant) to the axis it follows
 
 
 def _same(a: Any, b: Any) -> bool:
@@ -62,7 +59,7 @@ def _same(a: Any, b: Any) -> bool:
 
 def _analyze(prob: _Problem) -> _Plan:
     with _stage("get_inputs()"):
-        orig = prob.sample({}, real=True)
+        orig = prob.sample({})  # on the meta device where it can be: shapes and dtypes, no memory
     _check_items(orig)
     params, buffers, state, loose = _build_models(prob)
     build_device = "meta" if prob.meta_model is not None and not loose else "cpu"
@@ -78,28 +75,20 @@ def _analyze(prob: _Problem) -> _Plan:
     named = [c for c in prob.consts if c in dim_axis.values()]
     axis_taken = set(named)
 
-    int_inputs = [i for i, inp in enumerate(inputs[:n_args])
-                  if inp.kind == "tensor" and not _torch_dtype(inp).is_floating_point
-                  and _torch_dtype(inp) != torch.bool and orig.items[i].numel() > 0]
-
-    def int_ranges(s: _Sample) -> list[tuple[int, int, int]]:
-        """(low, high, count) of each integer input's drawn values."""
-        return [(int(s.items[i].min()), int(s.items[i].max()) + 1, s.items[i].numel()) for i in int_inputs]
-
-    orig_ranges = int_ranges(orig)
-    ranges: list[tuple[int, int]] = []
-
     # validate var axes: forward at each changed shape, outputs expressible by the axes
     var = list(eligible)
     while True:
         try:
-            out_dims, points, ranges = _validate(prob, var, base_out, int_inputs, orig_ranges, int_ranges, inputs)
+            out_dims, points = _validate(prob, var, base_out)
         except _MakeConst as e:
             for c in e.names:
                 var.remove(c)
                 why[c] = e.reason
             continue
         break
+    small = scaled_point(prob, var, base_out, out_dims, points)
+    if small is not None:
+        points = [small, *points]
 
     for c in var:
         v = prob.consts[c]
@@ -132,6 +121,7 @@ def _analyze(prob: _Problem) -> _Plan:
         inp.axes = names
 
     outputs = []
+    derived: dict[str, Derived] = {}  # output axes computed from a var axis
     out_taken = {i.name for i in inputs}
     for j, (shape, dtype) in enumerate(base_out):
         oname = _unique("output" if len(base_out) == 1 else f"output_{j}", out_taken)
@@ -141,8 +131,17 @@ def _analyze(prob: _Problem) -> _Plan:
             continue
         names = []
         for k, d in enumerate(shape):
-            if out_dims[j][k] is not None:
-                names.append(out_dims[j][k])
+            dim = out_dims[j][k]
+            if isinstance(dim, Derived):
+                ax = _unique(f"{oname}_d{k}", axis_taken)
+                axes[ax] = {"type": "var", "description": f"{oname} dim {k}: {dim.formula}"}
+                why[ax] = (f"output dim that follows `{dim.axis}` as {dim.formula} in every shape tried "
+                           "(a definition constraint ties them)")
+                derived[ax] = dim
+                names.append(ax)
+                continue
+            if dim is not None:
+                names.append(dim)
                 continue
             ax = _unique(f"{oname}_d{k}", axis_taken)
             axes[ax] = {"type": "const", "value": d, "description": f"{oname} dim {k}"}
@@ -155,17 +154,18 @@ def _analyze(prob: _Problem) -> _Plan:
     for label, assign in points:
         s = prob.sample({c: assign[c] for c in var if assign[c] != prob.consts[c]})
         scalars = {inputs[i].name: s.items[i] for i in range(n_args) if inputs[i].kind == "scalar"}
-        workloads.append({"label": label, "axes": {c: assign[c] for c in var}, "scalars": scalars})
+        values = {c: assign[c] for c in var} | {ax: dim.value(assign) for ax, dim in derived.items()}
+        workloads.append({"label": label, "axes": values, "scalars": scalars})
 
-    dists, dist_why = _input_dists(orig, inputs, n_args, int_inputs, ranges)
-    return _Plan(inputs, n_args, outputs, axes, why, var, workloads, dists, dist_why, build_device, loose,
-                 prob.probe_device, state)
+    constraints = [f"{ax} == {dim.formula}" for ax, dim in derived.items()]
+    return _Plan(inputs, n_args, outputs, axes, why, var, workloads, build_device, loose,
+                 prob.probe_device, state, constraints)
 
 
 def _check_items(orig: _Sample) -> None:
     for i, x in enumerate(orig.items):
         if isinstance(x, torch.Tensor):
-            if x.device.type != "cpu":
+            if x.device.type not in ("cpu", "meta"):
                 raise ConversionError(f"get_inputs() item {i} is on {x.device}; the importer needs CPU tensors")
         elif not isinstance(x, bool | int | float):
             raise ConversionError(f"get_inputs() item {i} is a {type(x).__name__}; only tensors and Python "
@@ -176,6 +176,13 @@ def _build_models(prob: _Problem) -> tuple[list, list, dict[str, torch.Tensor], 
     """Build the model on the CPU (its parameters and buffers become the task's weights) and, where it
     can be, on the meta device; returns (parameters, buffers, their tensors, loose tensors)."""
     seed = prob.seed
+    try:
+        with _seeded(seed), torch.device("meta"):
+            meta = prob.model_cls(*list(prob.get_init_inputs()))
+        size = sum(t.numel() * t.element_size() for t in list(meta.parameters()) + list(meta.buffers()))
+    except Exception:  # noqa: BLE001 - built on the CPU below, or failing there with its reason
+        meta, size = None, 0
+    _fits_in_memory(size)
     with _stage("torch.manual_seed(seed); Model(*get_init_inputs())"):
         with _seeded(seed):
             init = list(prob.get_init_inputs())
@@ -183,14 +190,24 @@ def _build_models(prob: _Problem) -> tuple[list, list, dict[str, torch.Tensor], 
     prob.cpu_model = cpu_model
     params = list(cpu_model.named_parameters())
     buffers = list(cpu_model.named_buffers())
-    state = {k: t.detach().clone().contiguous() for k, t in params + buffers}
-    try:
-        with _seeded(seed), torch.device("meta"):
-            prob.meta_model = prob.model_cls(*list(prob.get_init_inputs()))
-    except Exception:  # noqa: BLE001 - the model cannot be made on the meta device: probe on the CPU
-        prob.meta_model = None
+    state = {k: t.detach().contiguous() for k, t in params + buffers}  # no copy: a large model is large once
+    prob.meta_model = meta  # None: the model cannot be made on the meta device, so probes run on the CPU
     loose = _loose_tensors(cpu_model)
     return params, buffers, state, loose
+
+
+def _fits_in_memory(param_bytes: int) -> None:
+    """The weights are made on the CPU (they are stored in weights.safetensors): refuse a model whose
+    parameters alone would not fit the process's memory limit, with the numbers, before allocating them."""
+    soft, _ = resource.getrlimit(resource.RLIMIT_DATA)
+    if soft == resource.RLIM_INFINITY or not param_bytes:
+        return
+    with open("/proc/self/status") as f:
+        used = next(int(ln.split()[1]) << 10 for ln in f if ln.startswith("VmData:"))
+    if 2 * param_bytes > soft - used:
+        raise ConversionError(f"too large for this import: the model's parameters and buffers take {param_bytes / 1e6:.4g} MB, "
+                              f"and making and storing them needs about twice that, more than the memory limit "
+                              f"({soft >> 20} MB, --max-memory-mb) leaves ({(soft - used) / 1e6:.4g} MB)")
 
 
 def _base_outputs(prob: _Problem) -> list[tuple[tuple[int, ...] | None, Any]]:
@@ -280,28 +297,3 @@ def _trace_constants(prob: _Problem, orig: _Sample, inputs: list[_Input]) -> tup
         elif fol:
             why[c] = "; ".join(dict.fromkeys(reasons))
     return follows, changed_by, eligible, why
-
-
-def _input_dists(orig: _Sample, inputs: list[_Input], n_args: int, int_inputs: list[int],
-                 ranges: list[tuple[int, int]]) -> tuple[dict[str, dict], dict[str, str]]:
-    """The contract's [inputs.<name>] tables, and why: integer inputs within the drawn range, non-negative
-    floats uniform over the drawn range."""
-    dists: dict[str, dict] = {}
-    dist_why: dict[str, str] = {}
-    for i, (low, high) in zip(int_inputs, ranges, strict=True):
-        dists[inputs[i].name] = {"dist": "randint", "low": low, "high": high}
-        dist_why[inputs[i].name] = (f"integers in [{low}, {high}): the values get_inputs() drew lie in this range "
-                                    "at every workload's shapes, so indices stay valid")
-    for i in range(n_args):
-        x = orig.items[i]
-        if isinstance(x, torch.Tensor) and x.is_floating_point() and x.numel() > 1:
-            lo, hi = float(x.min()), float(x.max())
-            if math.isfinite(lo) and math.isfinite(hi) and 0.0 <= lo < hi:
-                dists[inputs[i].name] = {"dist": "uniform", "low": lo, "high": hi}
-                dist_why[inputs[i].name] = (f"uniform in [{lo:.6g}, {hi:.6g}): get_inputs() drew only values "
-                                            "in this range, none negative")
-    return dists, dist_why
-
-
-def _torch_dtype(inp: _Input) -> torch.dtype:
-    return TORCH_DTYPES[inp.dtype]

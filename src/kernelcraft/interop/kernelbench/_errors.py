@@ -13,8 +13,8 @@ class ConversionError(Exception):
 def _describe_error(e: BaseException) -> str:
     text = str(e).strip().splitlines()
     msg = text[0] if text else ""
-    if len(msg) > 300:
-        msg = msg[:300] + "..."
+    if len(msg) > 500:
+        msg = msg[:500] + "..."
     return f"{type(e).__name__}: {msg}" if msg else type(e).__name__
 
 

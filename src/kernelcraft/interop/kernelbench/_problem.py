@@ -14,6 +14,17 @@ from ._errors import ConversionError, _stage
 
 
 @contextmanager
+def no_tf32() -> Iterator[None]:
+    """fp32 as KernelBench means it (the generated reference and baseline do the same)."""
+    saved = (torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32)
+    torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = False
+    try:
+        yield
+    finally:
+        torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = saved
+
+
+@contextmanager
 def _seeded(seed: int) -> Iterator[None]:
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
@@ -116,19 +127,21 @@ class _Problem:
             else:
                 args = self.sample(overrides, real=True).items
                 model = self.cpu_model
-            with torch.no_grad():
+            with torch.no_grad(), no_tf32():
                 self._outputs[key] = _describe_outputs(model(*args))
         return self._outputs[key]
 
 
 def _loose_tensors(model: torch.nn.Module) -> list[str]:
-    """Tensors a module keeps as plain attributes (neither parameters nor buffers)."""
+    """Tensors a module keeps as plain attributes (neither parameters nor buffers). References to its
+    own parameters do not count (an RNN's ``_flat_weights`` lists them: built on meta, they are meta)."""
+    own = {id(t) for t in list(model.parameters()) + list(model.buffers())}
     found = []
     for mname, m in model.named_modules():
         for k, v in vars(m).items():
             if k in ("_parameters", "_buffers", "_modules"):
                 continue
             values = list(v) if isinstance(v, list | tuple) else list(v.values()) if isinstance(v, dict) else [v]
-            if any(isinstance(x, torch.Tensor) for x in values):
+            if any(isinstance(x, torch.Tensor) and id(x) not in own for x in values):
                 found.append(f"{mname}.{k}" if mname else k)
     return found
