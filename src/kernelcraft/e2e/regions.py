@@ -307,55 +307,57 @@ def _check_mlp(mlp) -> None:
         raise PatchError(f"{type(mlp).__name__}.act_fn is {type(act).__name__}, not SiLU: silu_mul does not apply")
 
 
-def patch(model: torch.nn.Module, ops: dict[str, object] | None = None, restructure: bool | None = None) -> dict:
-    """Place the ops (kind -> op; a kind left out keeps its stock implementation) into ``model`` in place.
+def patch(model: torch.nn.Module, kernels: dict[str, object] | None = None, stock: tuple[str, ...] = ()) -> dict:
+    """Place regions into ``model`` in place: kind -> op for each kind in ``kernels``, the stock
+    implementation (annotatable, the same ops) for each kind in ``stock``; other code stays as it is.
 
-    The layers are restructured when a ``fused_add_rmsnorm`` op is given (or ``restructure=True``: the
-    stock regions in the fused layout, for profiling and the bit-exactness check). Returns what was
-    replaced: kind -> number of regions, and the layout."""
-    ops = dict(ops or {})
-    unknown = set(ops) - set(KINDS)
+    The layers are restructured (the residual stream layout) when ``fused_add_rmsnorm`` is among the
+    kinds. Returns the layout and, per kind, the number of regions placed."""
+    ops = dict(kernels or {})
+    kinds = set(ops) | set(stock)
+    unknown = kinds - set(KINDS)
     if unknown:
         raise PatchError(f"unknown region kind(s) {sorted(unknown)}; use {list(KINDS)}")
-    restructure = ("fused_add_rmsnorm" in ops) if restructure is None else restructure
+    restructure = "fused_add_rmsnorm" in kinds
     inner, layers = _decoder(model)
-    check_code(type(inner.norm), "forward", _NORM, "RMSNorm")
+    if kinds & {"rmsnorm", "fused_add_rmsnorm"}:
+        check_code(type(inner.norm), "forward", _NORM, "RMSNorm")
     for layer in layers:
-        if restructure or "rmsnorm" in ops:
+        if kinds & {"rmsnorm", "fused_add_rmsnorm"}:
             _check_layer(layer)
-        if "silu_mul" in ops or restructure:
+        if "silu_mul" in kinds:
             _check_mlp(layer.mlp)
     counts = dict.fromkeys(KINDS, 0)
 
-    def norm_region(norm):
-        counts["rmsnorm"] += 1
-        return RMSNormRegion(norm, ops.get("rmsnorm"))
-
-    def add_norm_region(norm):
-        counts["fused_add_rmsnorm"] += 1
-        return AddRMSNormRegion(norm, ops.get("fused_add_rmsnorm"))
-
-    def mlp_region(mlp):
-        counts["silu_mul"] += 1
-        return SiluMulMLP(mlp, ops.get("silu_mul"))
+    def region(cls, kind, module):
+        counts[kind] += 1
+        return cls(module, ops.get(kind))
 
     for i, layer in enumerate(layers):
-        mlp = mlp_region(layer.mlp) if ("silu_mul" in ops or restructure) else layer.mlp
+        mlp = SiluMulMLP(layer.mlp, ops.get("silu_mul")) if "silu_mul" in kinds else layer.mlp
+        counts["silu_mul"] += "silu_mul" in kinds
         if restructure:
-            first = norm_region(layer.input_layernorm) if i == 0 else add_norm_region(layer.input_layernorm)
-            layers[i] = ResidualStreamLayer(layer, first, add_norm_region(layer.post_attention_layernorm), mlp)
+            # the first layer's input norm has no add before it: an rmsnorm region if that kind is placed
+            if i > 0:
+                first = region(AddRMSNormRegion, "fused_add_rmsnorm", layer.input_layernorm)
+            elif "rmsnorm" in kinds:
+                first = region(RMSNormRegion, "rmsnorm", layer.input_layernorm)
+            else:
+                first = layer.input_layernorm
+            layers[i] = ResidualStreamLayer(layer, first, region(AddRMSNormRegion, "fused_add_rmsnorm",
+                                                                 layer.post_attention_layernorm), mlp)
         else:
-            if "rmsnorm" in ops:
-                layer.input_layernorm = norm_region(layer.input_layernorm)
-                layer.post_attention_layernorm = norm_region(layer.post_attention_layernorm)
+            if "rmsnorm" in kinds:
+                layer.input_layernorm = region(RMSNormRegion, "rmsnorm", layer.input_layernorm)
+                layer.post_attention_layernorm = region(RMSNormRegion, "rmsnorm", layer.post_attention_layernorm)
             layer.mlp = mlp
     if restructure:
-        inner.norm = FinalAddRMSNorm(add_norm_region(inner.norm))
-    elif "rmsnorm" in ops:
-        inner.norm = norm_region(inner.norm)
-    placed = {k: n for k, n in counts.items() if n and (k in ops or restructure)}
-    return {"layout": "residual stream (vLLM: each norm does the add before it)" if restructure else "transformers'",
-            "regions": placed, "kernels": {k: placed.get(k, 0) for k in ops}}
+        inner.norm = FinalAddRMSNorm(region(AddRMSNormRegion, "fused_add_rmsnorm", inner.norm))
+    elif "rmsnorm" in kinds:
+        inner.norm = region(RMSNormRegion, "rmsnorm", inner.norm)
+    return {"layout": "residual stream (each norm does the residual add before it, as vLLM runs it)" if restructure
+            else "transformers' own", "regions": {k: counts[k] for k in KINDS if k in kinds},
+            "kernel_regions": sum(counts[k] for k in ops)}
 
 
 def regions(model: torch.nn.Module) -> list[_Region]:
