@@ -114,7 +114,12 @@ def compile_step(model: torch.nn.Module, call, backend: str, namespaces: set[str
         if kept:
             summaries = [graph_summary(g, namespaces) for g in kept]
             info["graph"] = {k: sum(s[k] for s in summaries) for k in summaries[0]}
-        return (lambda: call(cm)), info
+
+        def compiled_step(cm=cm):
+            with torch.no_grad():  # as compiled: a grad-enabled call would recompile (and need a backward)
+                return call(cm)
+
+        return compiled_step, info
     return None, info
 
 
