@@ -727,6 +727,7 @@ def e2e_cmd(
     compile_backend: Annotated[str, typer.Option(help="inductor, or aot_eager (traced, no code generated)")] = "inductor",
     budget_ms: Annotated[float, typer.Option(help="measured time per timed function")] = 300.0,
     profile_iters: Annotated[int, typer.Option(help="profiled steps per phase (the regions' shares)")] = 5,
+    reps: Annotated[int, typer.Option(help="minimum timed repetitions per function")] = 10,
     seed: Annotated[int, typer.Option(help="weights and token ids")] = 0,
     json_path: Annotated[Path | None, typer.Option("--json", help="write the kc-e2e/2 record here")] = None,
 ) -> None:
@@ -742,7 +743,7 @@ def e2e_cmd(
         raise typer.Exit(2)
     opts = E2EOptions(model=model, layers=layers, batch=batch, seq=seq, device=_device(device), dtype=dtype,
                       phases=tuple(phase or PHASES), compile=not no_compile, compile_backend=compile_backend,
-                      budget_ms=budget_ms, profile_iters=profile_iters, seed=seed)
+                      budget_ms=budget_ms, profile_iters=profile_iters, reps=reps, seed=seed)
     try:
         with tempfile.TemporaryDirectory(prefix="kc_e2e_") as tmp:
             for i, c in enumerate(candidates):
