@@ -38,19 +38,24 @@ def graph_summary(graph: torch.fx.Graph, namespaces: set[str]) -> dict:
             "add_nodes": sum(v for k, v in calls.items() if k.startswith("aten.add"))}
 
 
-class _Keep:
-    """A post-grad pass that keeps a copy of the graph (uuid None: never served from a cache)."""
+def _keeper():
+    from torch._inductor.custom_graph_pass import CustomGraphPass
 
-    def __init__(self):
-        self.graphs: list[torch.fx.Graph] = []
+    class Keep(CustomGraphPass):
+        """A post-grad pass that keeps a copy of the graph (uuid None: never served from a cache)."""
 
-    def __call__(self, graph: torch.fx.Graph) -> None:
-        import copy
+        def __init__(self):
+            self.graphs: list[torch.fx.Graph] = []
 
-        self.graphs.append(copy.deepcopy(graph))
+        def __call__(self, graph: torch.fx.Graph) -> None:
+            import copy
 
-    def uuid(self):
-        return None
+            self.graphs.append(copy.deepcopy(graph))
+
+        def uuid(self):
+            return None
+
+    return Keep()
 
 
 def compile_step(model: torch.nn.Module, call, backend: str, namespaces: set[str], device: str) -> tuple:
@@ -64,7 +69,7 @@ def compile_step(model: torch.nn.Module, call, backend: str, namespaces: set[str
     info: dict = {"backend": backend}
     for fullgraph in (True, False):
         graphs: list[torch.fx.Graph] = []
-        keep = _Keep()
+        keep = _keeper() if backend == "inductor" else None
         dynamo_graphs: list[torch.fx.GraphModule] = []
         if backend == "inductor":
             from torch._inductor import config as icfg
@@ -109,7 +114,7 @@ def compile_step(model: torch.nn.Module, call, backend: str, namespaces: set[str
         info.update(fullgraph=fullgraph, compile_s=time.perf_counter() - t0, graphs=len(dynamo_graphs),
                     graph_breaks=sum(counters["graph_break"].values()),
                     recompiles=max(0, len(dynamo_graphs) - 1) if fullgraph else None)
-        kept = keep.graphs if backend == "inductor" else graphs
+        kept = keep.graphs if keep is not None else graphs
         info["graph_kind"] = "Inductor post-grad graph" if backend == "inductor" else "AOTAutograd forward graph"
         if kept:
             summaries = [graph_summary(g, namespaces) for g in kept]
