@@ -76,7 +76,7 @@ def compile_step(model: torch.nn.Module, call, backend: str, namespaces: set[str
             from torch._inductor import metrics
             from torch._inductor.compile_fx import compile_fx
 
-            def be(gm, example_inputs):
+            def be(gm, example_inputs, dynamo_graphs=dynamo_graphs):
                 dynamo_graphs.append(gm)
                 return compile_fx(gm, example_inputs)
 
@@ -85,13 +85,13 @@ def compile_step(model: torch.nn.Module, call, backend: str, namespaces: set[str
         else:
             from torch._dynamo.backends.common import aot_autograd
 
-            def fw(gm, example_inputs):
+            def fw(gm, example_inputs, graphs=graphs):
                 graphs.append(gm.graph)
                 return gm.forward  # what aot_eager does: run the traced aten graph
 
             aot = aot_autograd(fw_compiler=fw)
 
-            def be(gm, example_inputs):
+            def be(gm, example_inputs, dynamo_graphs=dynamo_graphs, aot=aot):
                 dynamo_graphs.append(gm)
                 return aot(gm, example_inputs)
 
