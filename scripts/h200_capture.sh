@@ -61,9 +61,9 @@ RECORD=${RECORD:-results/h200/rmsnorm.json}
 rm -rf "$W/export"
 step export 60 python3 -m kernelcraft export "$RECORD" "$W/export" --format torch-op --solution "$KERNEL"
 if [ -d "$W/export/src" ]; then
-  step e2e_prefill 90 python3 -m kernelcraft e2e --package "$W/export" --config llama3-8b --layers 2 --batch 1 \
-    --seq "$SEQ" --device cuda --budget-ms 100 --json "$OUT/e2e_prefill.json"
-  step e2e_decode 90 python3 -m kernelcraft e2e --package "$W/export" --config llama3-8b --layers 2 --batch 8 \
-    --seq 1 --device cuda --budget-ms 100 --json "$OUT/e2e_decode.json"
+  step e2e_prefill 90 python3 -m kernelcraft e2e --package "$W/export" --model llama3-8b --layers 2 --batch 1 \
+    --seq "$SEQ" --phase prefill --device cuda --budget-ms 100 --json "$OUT/e2e_prefill.json"
+  step e2e_decode 90 python3 -m kernelcraft e2e --package "$W/export" --model llama3-8b --layers 2 --batch 8 \
+    --seq "$SEQ" --phase decode --device cuda --budget-ms 100 --json "$OUT/e2e_decode.json"
 fi
 echo "total $(( $(date +%s) - start ))s" | tee -a "$OUT/SUMMARY.txt"

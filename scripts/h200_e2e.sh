@@ -77,7 +77,7 @@ if [ "$stage" = e2e ]; then
     set -- $shape
     name="$R/llama3-8b_2l_b$1_s$2.json"
     echo "=== e2e batch $1 x seq $2"
-    timeout 280 python3 -m kernelcraft e2e --package "$W/export" --config llama3-8b --layers 2 --batch "$1" --seq "$2" \
+    timeout 280 python3 -m kernelcraft e2e --package "$W/export" --model llama3-8b --layers 2 --batch "$1" --seq "$2" \
       --device cuda --json "$name" 2>&1 | tee -a "$OUT/e2e.log"
     cp "$name" "$OUT/" 2>/dev/null
   done

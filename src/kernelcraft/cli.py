@@ -729,46 +729,52 @@ def export_cmd(
 
 @app.command("e2e")
 def e2e_cmd(
-    candidate: Annotated[str | None, typer.Argument(help=CANDIDATE_HELP + " (or give --package)")] = None,
-    package: Annotated[str | None, typer.Option(help="an exported torch-op package: installed module name or export folder")] = None,
+    candidate: Annotated[list[str] | None, typer.Argument(help=CANDIDATE_HELP + " (repeatable; or give --package)")] = None,
+    package: Annotated[list[str] | None, typer.Option(help="an exported torch-op package: installed module name or "
+                                                           "export folder (repeatable: one per region kind)")] = None,
     solution: Annotated[str | None, typer.Option(help=SOLUTION_HELP)] = None,
     task: Annotated[Path | None, typer.Option(help=TASK_HELP)] = None,
     db: Annotated[str | None, typer.Option(help=DB_HELP)] = None,
-    config: Annotated[str, typer.Option(help="model: llama-tiny (hidden 64) or llama3-8b (hidden 4096)")] = "llama3-8b",
-    layers: Annotated[int | None, typer.Option(help="decoder layers (default: the preset's, 2)")] = None,
-    batch: Annotated[int, typer.Option(help="sequences per forward")] = 1,
-    seq: Annotated[int, typer.Option(help="tokens per sequence")] = 512,
+    model: Annotated[str, typer.Option(help="a capture MODEL_SPEC: llama-tiny, llama3-8b, hf:MODEL_TYPE[,key=value...]")] = "llama3-8b",
+    layers: Annotated[int | None, typer.Option(help="decoder layers (trims the preset)")] = None,
+    batch: Annotated[int, typer.Option(help="sequences per step")] = 1,
+    seq: Annotated[int, typer.Option(help="prefill tokens per sequence (decode runs after a cache of this many)")] = 512,
+    phase: Annotated[list[str] | None, typer.Option(help="prefill and/or decode (default both)")] = None,
     device: Annotated[str, typer.Option(help="cpu, cuda, cuda:N, or auto")] = "auto",
-    dtype: Annotated[str, typer.Option(help="the model's dtype (the kernel's validated one)")] = "bfloat16",
+    dtype: Annotated[str, typer.Option(help="the model's dtype (the kernels' validated one)")] = "bfloat16",
     no_compile: Annotated[bool, typer.Option("--no-compile", help="skip the torch.compile rows")] = False,
-    compile_backend: Annotated[str, typer.Option(help="torch.compile backend (aot_eager: trace without code generation)")] = "inductor",
+    compile_backend: Annotated[str, typer.Option(help="inductor, or aot_eager (traced, no code generated)")] = "inductor",
     budget_ms: Annotated[float, typer.Option(help="measured time per timed function")] = 300.0,
-    json_path: Annotated[Path | None, typer.Option("--json", help="write the kc-e2e/1 record here")] = None,
+    profile_iters: Annotated[int, typer.Option(help="profiled steps per phase (the regions' shares)")] = 5,
+    reps: Annotated[int, typer.Option(help="minimum timed repetitions per function")] = 10,
+    seed: Annotated[int, typer.Option(help="weights and token ids")] = 0,
+    json_path: Annotated[Path | None, typer.Option("--json", help="write the kc-e2e/2 record here")] = None,
 ) -> None:
-    """An exported kernel inside a transformers model: end-to-end latency next to the Amdahl prediction."""
+    """Exported kernels inside a transformers model: eager and compiled, prefill and decode, end-to-end
+    latency next to the Amdahl prediction."""
     import tempfile
 
-    from kernelcraft.e2e.models import E2EError
-    from kernelcraft.e2e.run import E2EOptions, load_package, run_e2e
+    from kernelcraft.e2e.run import PHASES, E2EError, E2EOptions, load_package, run_e2e
 
-    if (candidate is None) == (package is None):
-        err.print("give a CANDIDATE or --package, not both")
+    candidates, package = candidate or [], package or []
+    if not candidates and not package:
+        err.print("give a CANDIDATE or --package (repeatable)")
         raise typer.Exit(2)
-    opts = E2EOptions(config=config, layers=layers, batch=batch, seq=seq, device=_device(device), dtype=dtype,
-                      compile=not no_compile, compile_backend=compile_backend, budget_ms=budget_ms)
+    opts = E2EOptions(model=model, layers=layers, batch=batch, seq=seq, device=_device(device), dtype=dtype,
+                      phases=tuple(phase or PHASES), compile=not no_compile, compile_backend=compile_backend,
+                      budget_ms=budget_ms, profile_iters=profile_iters, reps=reps, seed=seed)
     try:
         with tempfile.TemporaryDirectory(prefix="kc_e2e_") as tmp:
-            info = {}
-            if candidate is not None:
+            for i, c in enumerate(candidates):
                 from kernelcraft.export import export
                 from kernelcraft.review.candidate import resolve
 
-                r = resolve(candidate, solution, db, task)
-                export(r, "torch-op", Path(tmp) / "export", db=db)
-                package = str(Path(tmp) / "export")
-                info = {"candidate": candidate, "evidence": r.evidence}
+                r = resolve(c, solution, db, task)
+                export(r, "torch-op", Path(tmp) / f"export{i}", db=db)
+                package.append(str(Path(tmp) / f"export{i}"))
+            opts.packages = list(package)
             with console.status("building the model and measuring ..."):
-                record = run_e2e(load_package(package), opts, info)
+                record = run_e2e([load_package(p) for p in package], opts)
     except InputError as e:
         _fail_input(e)
     except E2EError as e:
@@ -827,35 +833,52 @@ def capture_cmd(
 
 
 def _print_e2e(rec: dict) -> None:
-    m, c, p = rec["model"], rec["correctness"], rec["prediction"]
-    console.print(f"{m['arch']} ({m['preset']}, {m['config']['num_hidden_layers']} layers, hidden {m['config']['hidden_size']}, "
-                  f"{m['params'] / 1e6:.1f}M params, {m['dtype']}, random weights) on {rec['environment']['hardware']}: "
-                  f"{m['batch']} x {m['seq']} tokens, {m['rmsnorm_modules_replaced']} RMSNorm modules replaced", highlight=False)
-    if not c["kernel_ran"]:
-        console.print(f"[bold red]the kernel never ran[/]: every call fell back to the reference "
-                      f"({escape(json.dumps(c['fallback_reasons']))}); these numbers measure the reference", highlight=False)
-    t = Table(title=f"forward latency, ms ({rec['timing_version']}, medians)")
-    for col in ("model", "median ms", "p25-p75", "x eager"):
-        t.add_column(col)
-    lat = rec["latency_ms"]
-    for k, v in lat.items():
-        t.add_row(k, f"{v['median_ms']:.4f}", f"{v['p25_ms']:.4f}-{v['p75_ms']:.4f}", f"{lat['eager']['median_ms'] / v['median_ms']:.3f}")
-    console.print(t)
-    iso = rec["isolated"]
-    console.print(f"op alone on {iso['shape']}: stock {iso['stock_ms']:.4f} ms, kernel {iso['kernel_ms']:.4f} ms: "
-                  f"{iso['speedup']:.3f}x (eager calls)", highlight=False)
-    g = rec.get("isolated_graph_replay") or {}
-    if "speedup" in g:
-        console.print(f"  as CUDA-graph replays (device time only): stock {g['stock_ms']:.4f} ms, kernel "
-                      f"{g['kernel_ms']:.4f} ms: {g['speedup']:.3f}x", highlight=False)
-    share = f"{p['op_share']:.1%}" if p["op_share"] is not None else "unknown"
-    pred = f"{p['amdahl_speedup']:.3f}x" if p["amdahl_speedup"] is not None else "-"
-    console.print(f"op share of the model ({rec['profile']['basis']}): {share}; Amdahl predicts {pred}, "
-                  f"measured {rec['measured']['eager_speedup']:.3f}x (eager); from timed share "
-                  f"{p['timed_share']:.1%}: {p['amdahl_speedup_timed_share']:.3f}x", highlight=False)
-    console.print(f"logits: max |diff| {c['max_abs_logit_diff']:.4g} (max |logit| {c['max_abs_logit']:.4g}), "
-                  f"argmax agreement {c['argmax_agreement']:.1%}; kernel calls {c['kernel_calls']}, "
-                  f"fallbacks {c['fallback_calls']}", highlight=False)
+    m = rec["model"]
+    cfg = m.get("config", {})
+    kinds = ", ".join(f"{k}: {n}" for k, n in m["patch"]["regions"].items())
+    console.print(f"{m.get('arch')} ({m['spec']}, {cfg.get('num_hidden_layers')} layers, hidden {cfg.get('hidden_size')}, "
+                  f"{m.get('params', 0) / 1e6:.1f}M params, {m['dtype']}, random weights) on "
+                  f"{rec['environment']['hardware']}; regions replaced: {kinds}; layout: {m['patch']['layout']}",
+                  highlight=False, markup=False)
+    for phase, ph in rec["phases"].items():
+        c = ph["correctness"]
+        if not c["kernels_ran"]:
+            console.print(f"[bold red]{phase}: a kernel never ran[/] ({escape(json.dumps(c['dispatch']))}); "
+                          "these numbers measure its reference", highlight=False)
+        t = Table(title=f"{phase} ({ph['tokens']} tokens): step latency, ms ({rec['timing_version']}, medians)")
+        for col in ("model", "median ms", "p25-p75", "x eager"):
+            t.add_column(col)
+        lat = ph["latency_ms"]
+        for k, v in lat.items():
+            t.add_row(k, f"{v['median_ms']:.4f}", f"{v['p25_ms']:.4f}-{v['p75_ms']:.4f}",
+                      f"{lat['eager']['median_ms'] / v['median_ms']:.3f}")
+        console.print(t)
+        for k, iso in ph["isolated"].items():
+            comp = (f"; compiled {iso['stock_compiled_ms']:.4f} vs {iso['kernel_compiled_ms']:.4f} ms: "
+                    f"{iso['speedup_compiled']:.3f}x" if "speedup_compiled" in iso else "")
+            share = ph["profile"]["kinds"].get(k, {}).get("share")
+            console.print(f"  {k} alone on {iso['shape']}: stock {iso['stock_ms']:.4f} ms, kernel {iso['kernel_ms']:.4f} "
+                          f"ms: {iso['speedup']:.3f}x{comp}; share {_fmt(share, '.1%')} ({ph['profile']['basis']})",
+                          highlight=False, markup=False)
+        p, meas = ph["prediction"], ph["measured"]
+        console.print(f"  eager: Amdahl predicts {_fmt(p['eager']['amdahl_speedup'])}x (timed shares: "
+                      f"{_fmt(p['eager'].get('amdahl_speedup_timed_shares'))}x), measured {meas['eager_speedup']:.3f}x",
+                      highlight=False, markup=False)
+        if "compiled_speedup" in meas:
+            pc = p.get("compiled", {})
+            console.print(f"  compiled: Amdahl predicts {_fmt(pc.get('amdahl_speedup'))}x, measured "
+                          f"{meas['compiled_speedup']:.3f}x", highlight=False, markup=False)
+        f = ph.get("fusion")
+        if f:
+            kept = {True: "kept", False: "LOST", None: "not measurable here"}[f["fusion_kept"]]
+            console.print(f"  fusion {kept}: {f['exported_op_nodes']} exported node(s) for {f['kernels_placed']} regions, "
+                          f"graph breaks {f['graph_breaks']}" + (f", extra kernels {f['extra_kernels']}" if "extra_kernels" in f
+                                                                else f" ({f.get('note', '')})"), highlight=False, markup=False)
+        if ph.get("why_slower"):
+            why = "; ".join(f"{r['cause']} ({r['evidence']})" for r in ph["why_slower"]["reasons"])
+            console.print(f"  compiled with the kernels is slower: {why}", highlight=False, markup=False)
+        console.print(f"  logits: max |diff| {c['max_abs_logit_diff']:.4g} (max |logit| {c['max_abs_logit']:.4g}), "
+                      f"argmax agreement {c['argmax_agreement']:.1%}", highlight=False, markup=False)
 
 
 def _fmt(x: float | None, spec: str = ".3f") -> str:

@@ -1,21 +1,23 @@
-"""``kernelcraft e2e``: an exported kernel inside a real model, measured end to end, next to the
-Amdahl prediction from the op's profiled share of the model's time.
+"""``kernelcraft e2e``: exported kernels inside a real model, measured end to end, eager and under
+torch.compile, prefill and decode, next to the Amdahl prediction from the regions' measured shares.
 
-Steps, each recorded in the ``kc-e2e/1`` JSON record:
+Steps, each recorded in the ``kc-e2e/2`` JSON record:
 
-1. the kernel: an exported torch-op package (``--package NAME|DIR``), or a candidate exported on
-   the fly (a ledger ID, or RECORD.json --solution NAME); the model's shapes and dtype must lie in
-   the kernel's validated envelope, else this stops before measuring anything;
-2. the model: a ``transformers`` architecture from a config with random weights (``models.py``), and
-   a deep copy whose RMSNorm modules call the exported op;
-3. correctness: both models' logits on the same token ids, and the op's own count of kernel calls
-   and reference fallbacks (a run where the kernel never ran says so);
-4. the op alone: the stock RMSNorm module against the kernel module on the model's activation shape;
-5. the op's share of the stock model's time (``measure.op_share``) and the prediction;
-6. end to end: forward latency of both models, eager and under ``torch.compile(fullgraph=True)``,
-   with the one timer (kc-timing), interleaved, every call launched from the host as a user's would be
-   (no CUDA-graph replay; the op alone is also timed as a graph replay on CUDA, for comparison with
-   the gauntlet's numbers).
+1. the kernels: exported torch-op packages (``--package``, repeatable), one per region kind
+   (``regions.kind_of``); each must be validated for the model's device, dtype and every shape the
+   phases feed it (the package's own envelope check), and its reference must compute what the model's
+   region computes, else this stops before measuring anything;
+2. the model: ``capture.models.build`` (a preset, ``hf:MODEL_TYPE,...``; random weights, nothing
+   downloaded); the patched copy (``regions.patch``) shares its weights; a third copy holds the stock
+   regions in the patched layout (profiling ranges; it must equal the model bit for bit);
+3. per phase (prefill: ``B x S`` tokens; decode: one token per sequence after a KV cache of ``S``,
+   deep-copied for every call: the ``decode inputs`` row times that copy alone):
+   correctness of the patched logits and the packages' own kernel/fallback counts; each kind alone on
+   the phase's shape (stock region vs kernel region, eager calls, and under torch.compile); the shares
+   (``measure.region_shares``); end-to-end latency of eager / eager+kernels / torch.compile /
+   torch.compile+kernels with the one timer, interleaved, launched from the host as a user's would be;
+   for compiled mode what the compiler kept (``compiled.py``) and, when the compiled model with the
+   kernels is slower, the reasons found.
 """
 
 from __future__ import annotations
@@ -25,41 +27,51 @@ import datetime as dt
 import importlib
 import sys
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import torch
 
-from kernelcraft.e2e.measure import amdahl, op_share
-from kernelcraft.e2e.models import E2EError, build_model, make_config, place_rmsnorm, rmsnorm_modules
+from kernelcraft.e2e import compiled as C
+from kernelcraft.e2e import regions as R
+from kernelcraft.e2e.measure import amdahl, region_shares
 
-E2E_VERSION = "kc-e2e/1"
+E2E_VERSION = "kc-e2e/2"
 DTYPES = {"bfloat16": torch.bfloat16, "float16": torch.float16, "float32": torch.float32}
+PHASES = ("prefill", "decode")
+
+
+class E2EError(Exception):
+    """The model cannot be built or a kernel cannot be placed; the message says what to do."""
 
 
 @dataclass
 class E2EOptions:
-    config: str = "llama-tiny"
+    model: str = "llama-tiny"  # a capture MODEL_SPEC: preset or hf:MODEL_TYPE[,key=value...]
     layers: int | None = None
     batch: int = 1
     seq: int = 8
     device: str = "cpu"
     dtype: str = "bfloat16"
+    phases: tuple[str, ...] = PHASES
     compile: bool = True
     compile_backend: str = "inductor"  # aot_eager traces the same graph without generating code (CPU tests)
     budget_ms: float = 300.0  # measured time per timed function (the timer's budget)
     profile_iters: int = 5
+    reps: int = 10  # the timer's minimum repetitions per function (CPU tests: fewer)
     seed: int = 0
+    packages: list[str] = field(default_factory=list)
 
 
 def load_package(spec: str):
     """An exported torch-op package: an installed module name, or a folder ``kernelcraft export`` wrote."""
     path = Path(spec)
     if path.exists():
-        src = path / "src" if (path / "src").is_dir() else path.parent
-        pkgs = [p for p in src.iterdir() if (p / "kernelcraft_export.json").is_file()] if (path / "src").is_dir() else [path]
+        src = path / "src"
+        pkgs = [p for p in src.iterdir() if (p / "kernelcraft_export.json").is_file()] if src.is_dir() else [path]
         if len(pkgs) != 1 or not (pkgs[0] / "kernelcraft_export.json").is_file():
-            raise E2EError(f"{spec}: not a torch-op export (expected src/<package>/kernelcraft_export.json)")
+            raise E2EError(f"{spec}: not a torch-op export (expected src/<package>/kernelcraft_export.json; "
+                           "make one with kernelcraft export RECORD DEST --format torch-op --solution NAME)")
         if str(pkgs[0].parent) not in sys.path:
             sys.path.insert(0, str(pkgs[0].parent))
         spec = pkgs[0].name
@@ -67,164 +79,304 @@ def load_package(spec: str):
         pkg = importlib.import_module(spec)
     except ImportError as e:
         raise E2EError(f"cannot import the exported package {spec!r}: {e}") from None
-    if not hasattr(pkg, "export_info"):
+    if not hasattr(pkg, "export_info") or not hasattr(pkg, "_exported"):
         raise E2EError(f"{spec!r} is not a kernelcraft torch-op export (no export_info)")
     return pkg
 
 
-def _check_fit(pkg, opts: E2EOptions, hidden_size: int | None = None) -> None:
-    """Refuse a model outside the kernel's envelope (device, dtype; the hidden size once it is built)."""
-    info = pkg.export_info
-    d, env = info["definition"], info["envelope"]
-    if d.get("op_type") != "rmsnorm":
-        raise E2EError(f"e2e places rmsnorm kernels into Llama models; {d['name']} is op_type {d.get('op_type')!r}")
-    tensors = [n for n, s in d["inputs"].items() if s.get("shape") is not None]
-    if len(tensors) != 2 or len(d["inputs"]) != 3 or len(d["outputs"]) != 1:
-        raise E2EError(f"{d['name']}: expected rmsnorm(hidden_states, weight, eps) -> output, got inputs {list(d['inputs'])}")
-    device_type = "cuda" if opts.device.startswith("cuda") else "cpu"
-    problems = []
-    if env["device_type"] != device_type:
-        problems.append(f"the kernel was validated on {env['device_type']}, the model runs on {device_type}")
-    want = env["dtypes"][tensors[0]]
-    if want != opts.dtype:
-        problems.append(f"the kernel was validated for {want}, the model is {opts.dtype} (use --dtype {want})")
-    hidden_axis = d["inputs"][tensors[1]]["shape"][0]
-    if hidden_size is not None and hidden_axis in env["const_axes"] and env["const_axes"][hidden_axis] != hidden_size:
-        problems.append(f"the definition fixes {hidden_axis}={env['const_axes'][hidden_axis]}, the model's hidden size "
-                        f"is {hidden_size} (choose a --config with that hidden size)")
+def by_kind(pkgs: list) -> dict:
+    out: dict = {}
+    for pkg in pkgs:
+        try:
+            kind = R.kind_of(pkg.export_info["definition"])
+        except R.PatchError as e:
+            raise E2EError(f"--package {pkg.__name__}: {e}") from None
+        if kind in out:
+            raise E2EError(f"--package {pkg.__name__} and {out[kind].__name__} both replace {kind} regions; give one")
+        out[kind] = pkg
+    return out
+
+
+def _region_args(kind: str, region, tokens: int, config, device: str, dtype) -> tuple:
+    """The exported op's arguments for one region call at ``tokens`` rows (the envelope check)."""
+    x = R.region_inputs(kind, tokens, config, device, dtype)
+    if kind == "rmsnorm":
+        return (x[0], region.norm.weight, region.eps)
+    if kind == "fused_add_rmsnorm":
+        return (x[0], x[1], region.norm.weight, region.eps)
+    gu = torch.empty(tokens, 2 * config.intermediate_size, device=device, dtype=dtype)
+    return (gu,)
+
+
+def check_fit(pkgs: dict, stock_regions: dict, config, tokens: dict[str, int], device: str, dtype) -> dict:
+    """Every package validated for every shape the phases feed it, and its reference computes the
+    model's region (the stock region on the same inputs, within the export's tolerance)."""
+    problems, checked = [], {}
+    for kind, pkg in pkgs.items():
+        region = stock_regions[kind]
+        for phase, t in tokens.items():
+            miss = pkg._exported.check(_region_args(kind, region, t, config, device, dtype))
+            if miss:
+                problems.append(f"{pkg.__name__} ({kind}) at the {phase} shape ({t} tokens): {miss[1]}")
+        x = R.region_inputs(kind, min(tokens.values()), config, device, dtype, seed=1)
+        with torch.no_grad():
+            want = region(*x)
+            args = _region_args(kind, region, x[0].shape[0], config, device, dtype)
+            if kind == "silu_mul":  # the reference on [gate | up] of the same input
+                args = (torch.cat([region.gate_proj(x[0]), region.up_proj(x[0])], -1),)
+            else:
+                args = (*x, *args[len(x):])
+            got = pkg.reference(*args)
+        want = want if isinstance(want, tuple) else (want,)
+        got = got if isinstance(got, tuple) else (got,)
+        tol = list(pkg.export_info["tolerance"].values())
+        worst = []
+        for i, (w, g) in enumerate(zip(want, got, strict=True)):
+            t = tol[i] if i < len(tol) else tol[0]
+            err = (g.float() - w.float().reshape(g.shape)).abs()
+            bad = (err > t["atol"]) & (err > t["rtol"] * w.float().reshape(g.shape).abs())
+            worst.append(int(bad.sum()))
+        checked[kind] = {"reference_vs_model_region_bad_elements": worst}
+        if any(worst):
+            problems.append(f"{pkg.__name__}'s reference does not compute this model's {kind} region: {worst} "
+                            "elements outside the export's tolerance")
     if problems:
-        raise E2EError("the model is outside the kernel's validated envelope, so every call would run the "
-                       "reference: " + "; ".join(problems))
+        raise E2EError("the kernels do not fit this model (every call would run the reference, or compute "
+                       "something else): " + "; ".join(problems))
+    return checked
 
 
-def _timing_dict(t) -> dict:
-    return t.to_dict() if hasattr(t, "to_dict") else asdict(t)
+def _ms(t) -> float:
+    return t.median_ms
 
 
-def run_e2e(pkg, opts: E2EOptions, kernel_info: dict | None = None) -> dict:
+def run_e2e(pkg_list: list, opts: E2EOptions) -> dict:
+    import torch._dynamo
+
+    cfg = torch._dynamo.config
+    limit = "recompile_limit" if hasattr(cfg, "recompile_limit") else "cache_size_limit"
+    # A phase compiles up to 3 kinds x 2 regions sharing one forward's code, and 2 models of one class:
+    # past the default limit (8) dynamo would run the rest eagerly and say so only in a warning.
+    with cfg.patch({limit: 64}):
+        return _run(pkg_list, opts)
+
+
+def _run(pkg_list: list, opts: E2EOptions) -> dict:
+    from kernelcraft.capture.models import CaptureError, build
     from kernelcraft.measure.environment import environment
     from kernelcraft.measure.timing import TIMING_VERSION, time_interleaved
 
     dtype = DTYPES.get(opts.dtype)
     if dtype is None:
         raise E2EError(f"--dtype {opts.dtype}: use one of {sorted(DTYPES)}")
+    if opts.compile and opts.compile_backend not in C.BACKENDS:
+        raise E2EError(f"--compile-backend {opts.compile_backend}: use one of {list(C.BACKENDS)}")
+    bad = [p for p in opts.phases if p not in PHASES]
+    if bad or not opts.phases:
+        raise E2EError(f"--phase {bad[0] if bad else '(none)'}: use prefill and/or decode")
     if opts.device.startswith("cuda"):
         torch.cuda.set_device(torch.device(opts.device).index or 0)
-    info = pkg.export_info
-    _check_fit(pkg, opts)
-    scalars = info["envelope"]["scalars_tested"]
-    eps = next(iter(scalars.values()))[0] if scalars else 1e-5
-    config = make_config(opts.config, opts.layers, eps=float(eps))
-    _check_fit(pkg, opts, config.hidden_size)
-    stock = build_model(config, opts.device, dtype, opts.seed)
-    patched = copy.deepcopy(stock)
-    replaced = place_rmsnorm(patched, pkg.op)
-    g = torch.Generator().manual_seed(opts.seed)
-    ids = torch.randint(0, config.vocab_size, (opts.batch, opts.seq), generator=g).to(opts.device)
-    x = torch.randn(opts.batch, opts.seq, config.hidden_size, generator=g).to(opts.device, dtype)
+    pkgs = by_kind(pkg_list)
+    if not pkgs:
+        raise E2EError("no kernel: give --package (an exported torch-op package) at least once")
+    ops = {k: p.op for k, p in pkgs.items()}
+    namespaces = {p.export_info["namespace"] for p in pkgs.values()}
+    try:
+        subject = build(opts.model, opts.device, dtype, opts.batch, opts.seq, opts.layers, opts.seed)
+    except CaptureError as e:
+        raise E2EError(str(e)) from None
+    stock = subject.model
+    config = stock.config
+    shared = {id(t): t for t in [*stock.parameters(), *stock.buffers()]}  # copies share the weights
+    patched, layout = copy.deepcopy(stock, memo=dict(shared)), copy.deepcopy(stock, memo=dict(shared))
+    try:
+        placed = R.patch(patched, ops)
+        R.patch(layout, {}, stock=tuple(pkgs))
+    except R.PatchError as e:
+        raise E2EError(str(e)) from None
+    stock_regions = {}
+    for r in R.regions(layout):
+        stock_regions.setdefault(r.kind, r)
+    kernel_regions = {}
+    for r in R.regions(patched):
+        kernel_regions.setdefault(r.kind, r)
+    tokens = {"prefill": opts.batch * opts.seq, "decode": opts.batch}
+    tokens = {p: tokens[p] for p in opts.phases}
+    fit = check_fit(pkgs, stock_regions, config, tokens, opts.device, dtype)
+    env = environment(opts.device)
+    env["libs"]["transformers"] = subject.describe.get("transformers")
     record: dict = {
         "format": E2E_VERSION, "timestamp": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
-        "device": opts.device, "environment": environment(opts.device), "timing_version": TIMING_VERSION,
+        "device": opts.device, "environment": env, "timing_version": TIMING_VERSION,
         "options": asdict(opts),
-        "kernel": {**(kernel_info or {}), "package": pkg.__name__, "op": str(pkg.op),
-                   "solution": info["solution"], "task": info["definition"]["name"],
-                   "envelope": {k: info["envelope"][k] for k in ("device_type", "hardware", "dtypes", "const_axes", "var_axes")},
-                   "evaluation": {k: info["provenance"].get(k) for k in ("evidence", "seed", "evaluated_at", "harness_version")}},
+        "kernels": {k: {"package": p.__name__, "op": str(p.op), "task": p.export_info["definition"]["name"],
+                        "solution": p.export_info["solution"], "source_hash": p.export_info["solution"]["source_hash"],
+                        "traceable_triton": p._exported.traceable_triton(),
+                        "envelope": {x: p.export_info["envelope"][x] for x in ("device_type", "hardware", "dtypes",
+                                                                               "const_axes", "var_axes")},
+                        "evaluation": {x: p.export_info["provenance"].get(x) for x in (
+                            "evidence", "seed", "evaluated_at", "harness_version")}, **fit[k]}
+                    for k, p in pkgs.items()},
+        "model": {**subject.describe, "spec": opts.model, "dtype": opts.dtype, "batch": opts.batch, "seq": opts.seq,
+                  "patch": placed},
+        "phases": {},
     }
-    import transformers
 
-    record["model"] = {"arch": type(stock).__name__, "transformers": transformers.__version__, "preset": opts.config,
-                       "config": {k: getattr(config, k, None) for k in (
-                           "hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads",
-                           "num_key_value_heads", "vocab_size", "rms_norm_eps")},
-                       "params": sum(p.numel() for p in stock.parameters()), "dtype": opts.dtype,
-                       "batch": opts.batch, "seq": opts.seq, "tokens": opts.batch * opts.seq,
-                       "rmsnorm_modules_replaced": replaced, "weights": f"random, seed {opts.seed}"}
+    def step(m, phase):
+        return lambda: m(**subject.inputs(phase)).logits
 
-    def fwd(m):
-        return lambda: m(input_ids=ids, use_cache=False).logits
+    timer = {"budget_ms": opts.budget_ms, "min_reps": opts.reps, "warmup": min(3, opts.reps)}
+    for phase in opts.phases:
+        # compiled functions of the phase before are done with; dynamo's cache holds the code of every
+        # compiled region and model (one code object per class), so clear it and let it hold a phase's
+        torch._dynamo.reset()
+        ph: dict = {"tokens": tokens[phase], "wall_s": {}}
+        record["phases"][phase] = ph
+        clock = [time.perf_counter()]
 
-    with torch.no_grad():
-        pkg.reset_stats()
-        got = fwd(patched)()
-        stats = pkg.stats()
-        ref = fwd(stock)()
-        err = (got.float() - ref.float()).abs()
-        record["correctness"] = {
-            "max_abs_logit_diff": err.max().item(), "mean_abs_logit_diff": err.mean().item(),
-            "max_abs_logit": ref.float().abs().max().item(), "mean_abs_logit": ref.float().abs().mean().item(),
-            "argmax_agreement": (got.argmax(-1) == ref.argmax(-1)).float().mean().item(),
-            "kernel_calls": stats["kernel"], "fallback_calls": stats["fallback"],
-            "fallback_reasons": stats["fallback_reasons"], "kernel_ran": stats["kernel"] > 0,
-        }
-        norm_name, stock_norm = rmsnorm_modules(stock)[-1]
-        kernel_norm = patched.get_submodule(norm_name)
-        # Eager calls, launches included: what the model sees (kc-timing's CUDA-graph replay would hide
-        # the host's launch path, which is what separates a kernel's speedup from the model's).
-        iso_fns = {"stock": lambda: stock_norm(x), "kernel": lambda: kernel_norm(x)}
-        iso = time_interleaved(iso_fns, opts.device, budget_ms=opts.budget_ms, use_graphs=False)
-        s = iso["stock"].median_ms / iso["kernel"].median_ms
-        record["isolated"] = {"shape": [opts.batch * opts.seq, config.hidden_size], "module": f"{norm_name} ({type(stock_norm).__name__})",
-                              "stock_ms": iso["stock"].median_ms, "kernel_ms": iso["kernel"].median_ms, "speedup": s,
-                              "method": "eager calls", "timing": {k: _timing_dict(v) for k, v in iso.items()}}
-        if opts.device.startswith("cuda"):  # the device time alone, as the gauntlet measures it
-            try:
-                g = time_interleaved(iso_fns, opts.device, budget_ms=opts.budget_ms, use_graphs=True)
-                record["isolated_graph_replay"] = {"stock_ms": g["stock"].median_ms, "kernel_ms": g["kernel"].median_ms,
-                                                   "speedup": g["stock"].median_ms / g["kernel"].median_ms,
-                                                   "methods": {k: v.method for k, v in g.items()}}
-            except Exception as e:  # noqa: BLE001 - informative only; the eager numbers stand
-                record["isolated_graph_replay"] = {"error": f"{type(e).__name__}: {str(e)[:300]}"}
-        prof = op_share(stock, [m for _, m in rmsnorm_modules(stock)], fwd(stock), opts.device, opts.profile_iters)
-        record["profile"] = prof
-        f = prof["share"]
-        record["prediction"] = {"op_share": f, "op_speedup": s, "amdahl_speedup": amdahl(f, s) if f is not None else None,
-                                "formula": "1 / ((1 - op_share) + op_share / op_speedup)", "applies_to": "eager"}
-        fns = {"eager": fwd(stock), "eager+kernel": fwd(patched)}
-        record["compile"] = {"enabled": opts.compile}
-        if opts.compile:
-            for name, m in (("torch.compile", stock), ("torch.compile+kernel", patched)):
-                fn, how = _compiled(m, ids, opts.compile_backend)
-                record["compile"][name] = how
-                if fn is not None:
-                    fns[name] = fn
-        pkg.reset_stats()
-        lat = time_interleaved(fns, opts.device, budget_ms=opts.budget_ms, use_graphs=False)
-        record["dispatch_during_timing"] = pkg.stats()
-    record["latency_ms"] = {k: _timing_dict(v) for k, v in lat.items()}
-    med = {k: v.median_ms for k, v in lat.items()}
-    record["measured"] = {"eager_speedup": med["eager"] / med["eager+kernel"]}
-    # A second estimate of the share that no profiler overhead distorts: the op's calls per forward
-    # times its isolated stock latency, over the measured eager forward (see AGENTS.md: the CPU
-    # profiler inflates a small model's time several-fold).
-    pred = record["prediction"]
-    calls = record["profile"]["op_calls_per_forward"]
-    timed_share = min(1.0, calls * record["isolated"]["stock_ms"] / med["eager"])
-    pred["timed_share"] = timed_share
-    pred["amdahl_speedup_timed_share"] = amdahl(timed_share, pred["op_speedup"])
-    if "torch.compile" in med and "torch.compile+kernel" in med:
-        record["measured"]["compile_speedup"] = med["torch.compile"] / med["torch.compile+kernel"]
-    if "torch.compile" in med:
-        record["measured"]["kernel_eager_vs_compile"] = med["torch.compile"] / med["eager+kernel"]
+        def lap(name, ph=ph, clock=clock):  # where a phase's wall time went (device scripts budget by it)
+            now = time.perf_counter()
+            ph["wall_s"][name] = round(now - clock[0], 3)
+            clock[0] = now
+        with torch.no_grad():
+            ref = step(stock, phase)()
+            ph["layout_bit_exact"] = bool(torch.equal(step(layout, phase)(), ref))
+            for p in pkgs.values():
+                p.reset_stats()
+            got = step(patched, phase)()
+            err = (got.float() - ref.float()).abs()
+            ph["correctness"] = {
+                "max_abs_logit_diff": err.max().item(), "mean_abs_logit_diff": err.mean().item(),
+                "max_abs_logit": ref.float().abs().max().item(), "mean_abs_logit": ref.float().abs().mean().item(),
+                "argmax_agreement": (got.argmax(-1) == ref.argmax(-1)).float().mean().item(),
+                "dispatch": {k: p.stats() for k, p in pkgs.items()},
+                "kernels_ran": all(p.stats()["kernel"] > 0 for p in pkgs.values()),
+            }
+            lap("correctness")
+            # each kind alone, on the phase's shape
+            iso: dict = {}
+            for k in pkgs:
+                x = R.region_inputs(k, tokens[phase], config, opts.device, dtype, seed=2)
+                s_r, k_r = stock_regions[k], kernel_regions[k]
+                fns = {"stock": lambda s_r=s_r, x=x: s_r(*x), "kernel": lambda k_r=k_r, x=x: k_r(*x)}
+                if opts.compile and opts.compile_backend == "inductor":  # aot_eager runs the same aten ops
+                    for name, mod in (("stock_compiled", s_r), ("kernel_compiled", k_r)):
+                        try:
+                            cm = torch.compile(mod, backend=opts.compile_backend, fullgraph=True, dynamic=False)
+                            cm(*x)
+                            fns[name] = lambda cm=cm, x=x: cm(*x)
+                        except Exception as e:  # noqa: BLE001 - recorded; the eager numbers stand
+                            iso.setdefault(k, {})[f"{name}_error"] = f"{type(e).__name__}: {str(e)[:300]}"
+                t = time_interleaved(fns, opts.device, use_graphs=False, **timer)
+                e = iso.setdefault(k, {})
+                e.update(shape=list(x[0].shape), **{f"{n}_ms": _ms(v) for n, v in t.items()})
+                e["speedup"] = e["stock_ms"] / e["kernel_ms"]
+                if "stock_compiled_ms" in e and "kernel_compiled_ms" in e:
+                    e["speedup_compiled"] = e["stock_compiled_ms"] / e["kernel_compiled_ms"]
+                e["what"] = ("gate_proj + up_proj + act*mul vs merged gate_up_proj + kernel" if k == "silu_mul"
+                             else "the region's torch ops vs the kernel")
+            ph["isolated"] = iso
+            lap("isolated")
+            ph["profile"] = region_shares(layout, step(layout, phase), opts.device, opts.profile_iters)
+            lap("profile")
+            # end to end
+            fns = {"eager": step(stock, phase), "eager+kernels": step(patched, phase)}
+            compiled: dict = {}
+            if opts.compile:
+                for name, m in (("torch.compile", stock), ("torch.compile+kernels", patched)):
+                    fn, info = C.compile_step(m, lambda cm, phase=phase: cm(**subject.inputs(phase)).logits,
+                                              opts.compile_backend, namespaces, opts.device)
+                    compiled[name] = info
+                    if fn is not None:
+                        fns[name] = fn
+            lap("compile")
+            if phase == "decode":
+                fns["decode inputs (cache copy)"] = lambda: subject.inputs("decode")
+            for p in pkgs.values():
+                p.reset_stats()
+            lat = time_interleaved(fns, opts.device, use_graphs=False, **timer)
+            ph["dispatch_during_timing"] = {k: p.stats() for k, p in pkgs.items()}
+            lap("end_to_end")
+            for name, info in compiled.items():
+                if name in fns:
+                    info["kernels_per_step"] = C.kernels_per_step(fns[name], opts.device)
+        ph["latency_ms"] = {k: v.to_dict() for k, v in lat.items()}
+        med = {k: v.median_ms for k, v in lat.items()}
+        ph["compile"] = compiled
+        ph.update(_predict(ph, med, pkgs, placed))
+        if "torch.compile" in compiled and "torch.compile+kernels" in compiled:
+            ph["fusion"] = C.fusion_verdict(compiled["torch.compile"], compiled["torch.compile+kernels"],
+                                            placed["kernel_regions"])
+        ph["why_slower"] = why_slower(ph, opts)
     return record
 
 
-def _compiled(model, ids, backend: str):
-    """torch.compile(fullgraph=True), warmed up; falls back to fullgraph=False and says why."""
-    for fullgraph in (True, False):
-        cm = torch.compile(model, fullgraph=fullgraph, backend=backend)
-        t0 = time.perf_counter()
-        try:
-            cm(input_ids=ids, use_cache=False)
-            cm(input_ids=ids, use_cache=False)
-        except Exception as e:  # noqa: BLE001 - a compile failure is a result to record, not a crash
-            err = f"{type(e).__name__}: {str(e)[:500]}"
-            if not fullgraph:
-                return None, {"fullgraph": False, "error": err}
-            first_error = err
-            continue
-        how = {"fullgraph": fullgraph, "backend": backend, "compile_s": time.perf_counter() - t0}
-        if not fullgraph:
-            how["fullgraph_error"] = first_error
-        return (lambda cm=cm: cm(input_ids=ids, use_cache=False).logits), how
-    return None, {"error": "unreachable"}
+def _predict(ph: dict, med: dict, pkgs: dict, placed: dict) -> dict:
+    iso, prof = ph["isolated"], ph["profile"]["kinds"]
+    shares = {k: prof[k]["share"] for k in pkgs if prof.get(k, {}).get("share") is not None}
+    speed = {k: iso[k]["speedup"] for k in pkgs}
+    pred: dict = {"formula": "1 / ((1 - sum share_k) + sum share_k / speedup_k)",
+                  "eager": {"shares": shares, "speedups": speed, "basis": ph["profile"]["basis"],
+                            "amdahl_speedup": amdahl(shares, speed) if len(shares) == len(pkgs) else None}}
+    # a share no profiler overhead distorts: calls x the isolated stock time / the step (AGENTS.md)
+    timed = {k: min(1.0, prof[k]["calls_per_step"] * iso[k]["stock_ms"] / med["eager"]) for k in pkgs if k in prof}
+    if sum(timed.values()) <= 1:
+        pred["eager"]["timed_shares"] = timed
+        pred["eager"]["amdahl_speedup_timed_shares"] = amdahl(timed, speed)
+    if "torch.compile" in med and all("speedup_compiled" in iso[k] for k in pkgs):
+        cspeed = {k: iso[k]["speedup_compiled"] for k in pkgs}
+        cshare = {k: prof[k]["calls_per_step"] * iso[k]["stock_compiled_ms"] / med["torch.compile"] for k in pkgs if k in prof}
+        ok = sum(cshare.values()) <= 1
+        pred["compiled"] = {"shares": cshare, "speedups": cspeed, "amdahl_speedup": amdahl(cshare, cspeed) if ok else None,
+                            "basis": "calls per step x the region compiled alone / the compiled step (timed; "
+                                     "profiler ranges do not survive compilation)"}
+        if not ok:
+            pred["compiled"]["note"] = "the timed shares sum past 1 (the region alone is slower than inside the step)"
+    measured = {"eager_speedup": med["eager"] / med["eager+kernels"]}
+    if "torch.compile" in med and "torch.compile+kernels" in med:
+        measured["compiled_speedup"] = med["torch.compile"] / med["torch.compile+kernels"]
+        measured["compiled_kernels_vs_eager"] = med["eager"] / med["torch.compile+kernels"]
+    if "decode inputs (cache copy)" in med:
+        measured["note"] = (f"every decode row includes a KV-cache copy of {med['decode inputs (cache copy)']:.4f} ms "
+                            "(row 'decode inputs (cache copy)')")
+    return {"prediction": pred, "measured": measured}
+
+
+def why_slower(ph: dict, opts: E2EOptions) -> dict | None:
+    """When the compiled model with the kernels is slower than the compiled stock model: the causes
+    the record's own numbers show (each with its evidence), or that none was found."""
+    m = ph["measured"].get("compiled_speedup")
+    if m is None or m >= 1.0:
+        return None
+    reasons = []
+    f = ph.get("fusion") or {}
+    exp = ph["compile"].get("torch.compile+kernels", {})
+    if exp.get("fullgraph") is False or exp.get("graph_breaks"):
+        reasons.append({"cause": "graph break", "evidence": f"fullgraph={exp.get('fullgraph')}, "
+                        f"{exp.get('graph_breaks')} graph break(s), {exp.get('graphs')} graphs"})
+    if f.get("fusion_kept") is False:
+        reasons.append({"cause": "fusion lost", "evidence": f"{f['extra_kernels']} kernel(s) more than Inductor's "
+                        f"stock plan: {f['inductor_kernels_export']} Inductor + {f['kernels_placed']} exported vs "
+                        f"{f['inductor_kernels_stock']} Inductor kernels"})
+    if f.get("one_node_per_region") is False:
+        reasons.append({"cause": "exported op not one node per region",
+                        "evidence": f"{f['exported_op_nodes']} exported nodes for {f['kernels_placed']} regions"})
+    for k, iso in ph["isolated"].items():
+        if iso.get("speedup_compiled") is not None and iso["speedup_compiled"] < 1:
+            reasons.append({"cause": f"{k} kernel slower than the compiler's code for the region",
+                            "evidence": f"alone on {iso['shape']}: {iso['kernel_compiled_ms']:.4f} ms vs "
+                                        f"{iso['stock_compiled_ms']:.4f} ms compiled stock"})
+    for k, d in ph["dispatch_during_timing"].items():
+        if d["fallback"]:
+            reasons.append({"cause": f"{k} ran its reference", "evidence": f"{d['fallback']} fallback calls: "
+                            f"{d['fallback_reasons']}"})
+    if opts.compile_backend != "inductor":
+        reasons.append({"cause": f"backend {opts.compile_backend} generates no code",
+                        "evidence": "the compiled rows run the traced aten ops: they say nothing about Inductor's fusion"})
+    lat = ph["latency_ms"]
+    a, b = lat["torch.compile"], lat["torch.compile+kernels"]
+    overlap = a["p25_ms"] <= b["p75_ms"] and b["p25_ms"] <= a["p75_ms"]
+    return {"compiled_speedup": m, "reasons": reasons or [{"cause": "none found", "evidence": (
+        "no graph break, fusion kept, each kernel at least as fast as the compiler's region code alone"
+        + ("; the two rows' p25-p75 ranges overlap (noise)" if overlap else ""))}],
+        "p25_p75_overlap": overlap}
