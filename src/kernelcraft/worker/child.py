@@ -294,6 +294,29 @@ def _compile_guarded(compiled):
     return run
 
 
+def _as_declared(reference, dtypes: list):
+    """The reference with its floating outputs cast to the definition's dtypes, for the
+    torch.compile row (compiled with the cast, so Inductor fuses it): a reference may compute in
+    float32 and return that (float64 when the judge upcasts its inputs), while the row is judged as a
+    solution, whose outputs must have the declared dtypes; gdn_decode's row failed INCORRECT_DTYPE
+    (float32 where bfloat16 is declared) once it compiled. A no-op where the dtypes already agree."""
+    import torch
+
+    def cast(o, dtype):
+        if isinstance(o, torch.Tensor) and o.is_floating_point() and dtype.is_floating_point and o.dtype != dtype:
+            return o.to(dtype)
+        return o
+
+    def as_declared(*args):
+        out = reference(*args)
+        if isinstance(out, (tuple, list)):
+            res = [cast(o, dtypes[i]) if i < len(dtypes) else o for i, o in enumerate(out)]
+            return tuple(res) if isinstance(out, tuple) else res
+        return cast(out, dtypes[0]) if dtypes else out
+
+    return as_declared
+
+
 def _compile_verdict(fn, result: dict) -> dict:
     """A failed torch.compile row's workload result as SKIPPED with the compiler's reason."""
     why = getattr(fn, "cannot_compile", None)
@@ -324,7 +347,10 @@ def _trusted_fn(job: Job, task, reference, baseline) -> tuple:
         declared = getattr(module, "TORCH_COMPILE_SKIP", None)
         if declared:  # the task says why compiling its reference cannot finish (no attempt is made)
             raise LookupError(f"{CANNOT_COMPILE}{declared}")
-        return _compile_guarded(torch.compile(reference, dynamic=dynamic, mode=mode)), None, info
+        from kernelcraft.task.dtypes import torch_dtype
+
+        dtypes = [torch_dtype(spec.dtype) for spec in task.definition.outputs.values()]
+        return _compile_guarded(torch.compile(_as_declared(reference, dtypes), dynamic=dynamic, mode=mode)), None, info
     if job.role == "peer":
         from kernelcraft.task.peers import load_peer
 
