@@ -235,11 +235,20 @@ def _take_device(device: str) -> None:
 
 
 def _import_file(path: Path, module_name: str):
+    """Import a file as ``module_name``, registered in ``sys.modules``: Dynamo looks a function's
+    module up by name when it inlines it (a reference's helper), and an unregistered module failed
+    every torch.compile row whose reference has one (gdn_decode's ``_l2norm`` on the H200,
+    2026-12-01: "InternalTorchDynamoError: ModuleNotFoundError: No module named 'kc_reference'")."""
     import importlib.util
 
     spec = importlib.util.spec_from_file_location(module_name, path)
     module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    sys.modules[module_name] = module
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        sys.modules.pop(module_name, None)
+        raise
     return module
 
 
@@ -264,6 +273,58 @@ def _load_baseline(path: Path):
         return None, f"baseline.py could not be imported: {candidate_traceback(e)}"
 
 
+CANNOT_COMPILE = "torch.compile cannot compile the reference: "
+
+
+def _compile_guarded(compiled):
+    """The compiled reference, noting why Dynamo or its backend failed (``cannot_compile``) so the
+    row is SKIPPED with that reason, not RUNTIME_ERROR: the eager reference ran on the same inputs
+    just before, so the failure is torch.compile's, not the task's (:func:`_compile_verdict`)."""
+    import torch._dynamo.exc
+
+    def run(*args):
+        try:
+            return compiled(*args)
+        except torch._dynamo.exc.TorchDynamoException as e:
+            lines = [ln.strip() for ln in str(e).splitlines() if ln.strip()]
+            run.cannot_compile.append(f"{type(e).__name__}: {lines[0] if lines else ''}"[:500])
+            raise
+
+    run.cannot_compile = []
+    return run
+
+
+def _as_declared(reference, dtypes: list):
+    """The reference with its floating outputs cast to the definition's dtypes, for the
+    torch.compile row (compiled with the cast, so Inductor fuses it): a reference may compute in
+    float32 and return that (float64 when the judge upcasts its inputs), while the row is judged as a
+    solution, whose outputs must have the declared dtypes; gdn_decode's row failed INCORRECT_DTYPE
+    (float32 where bfloat16 is declared) once it compiled. A no-op where the dtypes already agree."""
+    import torch
+
+    def cast(o, dtype):
+        if isinstance(o, torch.Tensor) and o.is_floating_point() and dtype.is_floating_point and o.dtype != dtype:
+            return o.to(dtype)
+        return o
+
+    def as_declared(*args):
+        out = reference(*args)
+        if isinstance(out, (tuple, list)):
+            res = [cast(o, dtypes[i]) if i < len(dtypes) else o for i, o in enumerate(out)]
+            return tuple(res) if isinstance(out, tuple) else res
+        return cast(out, dtypes[0]) if dtypes else out
+
+    return as_declared
+
+
+def _compile_verdict(fn, result: dict) -> dict:
+    """A failed torch.compile row's workload result as SKIPPED with the compiler's reason."""
+    why = getattr(fn, "cannot_compile", None)
+    if why and result.get("status") not in ("PASSED", "SKIPPED"):
+        return {"status": "SKIPPED", "gate": "build", "reason": CANNOT_COMPILE + why[-1]}
+    return result
+
+
 def _trusted_fn(job: Job, task, reference, baseline) -> tuple:
     """(function, prepare or None, what the record says of it) of a trusted row: the baseline, the
     reference under torch.compile, or a peer."""
@@ -282,7 +343,14 @@ def _trusted_fn(job: Job, task, reference, baseline) -> tuple:
         mode = job.options.get("compile_mode") or None
         dynamic = bool(job.options.get("compile_dynamic", False))
         info = {"library": "torch", "version": torch.__version__, "mode": mode or "default", "dynamic": dynamic}
-        return torch.compile(reference, dynamic=dynamic, mode=mode), None, info
+        module = sys.modules.get(getattr(reference, "__module__", "") or "")
+        declared = getattr(module, "TORCH_COMPILE_SKIP", None)
+        if declared:  # the task says why compiling its reference cannot finish (no attempt is made)
+            raise LookupError(f"{CANNOT_COMPILE}{declared}")
+        from kernelcraft.task.dtypes import torch_dtype
+
+        dtypes = [torch_dtype(spec.dtype) for spec in task.definition.outputs.values()]
+        return _compile_guarded(torch.compile(_as_declared(reference, dtypes), dynamic=dynamic, mode=mode)), None, info
     if job.role == "peer":
         from kernelcraft.task.peers import load_peer
 
@@ -316,6 +384,7 @@ def _run(conn, job: Job, runner) -> None:
     baseline, baseline_missing = _load_baseline(task.baseline_path)
     solution = Solution.model_validate(job.solution)
     slot = _Slot(conn, job.gpu_slot, on_gpu)
+    trusted = None  # a trusted row's function (its torch.compile failures become SKIPPED)
     send(conn, "phase", "build", None, cpu_seconds())
     if job.role == "baseline" and baseline is None:
         send(conn, "build", "SKIPPED", "[baseline-unavailable] " + baseline_missing)
@@ -357,6 +426,7 @@ def _run(conn, job: Job, runner) -> None:
             runner = None
         try:
             fn, prepare, info = _trusted_fn(job, task, reference, baseline)
+            trusted = fn
         except LookupError as e:  # a peer whose library or device is missing here: SKIPPED, saying why
             send(conn, "build", "SKIPPED", str(e))
             return
@@ -396,7 +466,7 @@ def _run(conn, job: Job, runner) -> None:
                 return
             current = ("correctness", w.uuid)
             send(conn, "phase", "correctness", w.uuid, cpu_seconds())
-            result = judge.check(w)
+            result = _compile_verdict(trusted, judge.check(w))
             slot.leave()
             send(conn, "workload", "correctness", w.uuid, result)
             if result["status"] != "PASSED":
@@ -443,7 +513,7 @@ def _run(conn, job: Job, runner) -> None:
         for w in workloads:
             current = ("timing", w.uuid)
             send(conn, "phase", "timing", w.uuid, cpu_seconds())
-            result = judge.time(w, **job.timing)
+            result = _compile_verdict(trusted, judge.time(w, **job.timing))
             if baseline_missing and job.role == "candidate":
                 result["baseline_unavailable"] = baseline_missing
             if result["status"] == "PASSED" and confirmer is not None:
