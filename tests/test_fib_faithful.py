@@ -330,3 +330,32 @@ def test_holdouts_of_paged_attention_are_drawn_validly(imported):
     assert holdouts, "some shapes fit the constraints"
     for h in holdouts:
         make_inputs(task, Workload.model_validate(h.model_dump()), 0, "cpu")  # raises if any constraint breaks
+
+
+def test_undrawable_workloads_are_left_out_with_the_reason(tmp_path):
+    """A causal prefill workload with more queries than keys and no blob (the vendored
+    gqa_paged_prefill_causal_* have 66 of 71 such) cannot be drawn: it is left out at import with the
+    reason, not imported to fail every evaluation; a definition left with none is refused."""
+    ds = tmp_path / "ds"
+    shutil.copytree(DATASET, ds)
+    wl = ds / "workloads/ragged" / f"{RAGGED}.jsonl"
+    lines = wl.read_text().splitlines()
+    bad = json.loads(lines[0])
+    bad["workload"]["uuid"] = "more-queries-than-keys"
+    bad["workload"]["axes"] = {"len_indptr": 2, "total_q": 16, "total_kv": 2}
+    wl.write_text("\n".join([*lines, json.dumps(bad)]) + "\n")
+    report = import_fib_dataset(ds, tmp_path / "tasks")
+    assert RAGGED in [p.name for p in report.converted]
+    [warn] = [w for w in report.warnings if "not imported" in w]
+    assert warn.startswith(f"{RAGGED}: 1 of {len(lines) + 1} workloads not imported") and "total 16 exceeds" in warn
+    task = load_task(tmp_path / "tasks" / RAGGED)
+    assert [w.uuid for w in task.workloads] == [json.loads(x)["workload"]["uuid"] for x in lines]
+    readme = (tmp_path / "tasks" / RAGGED / "README.md").read_text()
+    assert "## Workloads not imported" in readme and "`more-queries-than-keys`" in readme
+    for w in task.workloads:
+        make_inputs(task, w, 0, "cpu")  # every workload kept can be drawn
+
+    wl.write_text(json.dumps(bad) + "\n")  # nothing drawable left: refused, nothing written
+    report = import_fib_dataset(ds, tmp_path / "tasks2")
+    assert "none of its 1 workloads can be drawn" in dict(report.failures)[RAGGED]
+    assert not (tmp_path / "tasks2" / RAGGED).exists()

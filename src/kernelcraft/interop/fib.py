@@ -164,6 +164,19 @@ def _convert(dataset: Path, def_file: Path, name: str, wl_files: list[Path], sol
         (tmp / "README.md").write_text(_readme(dataset, def_file, definition, wl_files, lines, sols, notes,
                                                dist_why, rewritten))
         task = load_task(tmp)  # the folder must load; raises InputError naming the problem
+        kept, dropped = _drop_undrawable(task, lines)
+        if dropped:
+            total = len(lines)
+            if not kept:
+                raise InputError(Problem(def_file, "name", f"none of its {total} workloads can be drawn without the "
+                                         f"blobs the dataset lacks ({dropped[0][1]})", "add the blobs to the dataset"))
+            lines = kept
+            (tmp / "workloads.jsonl").write_text("\n".join(lines) + "\n")
+            (tmp / "README.md").write_text(_readme(dataset, def_file, definition, wl_files, lines, sols, notes,
+                                                   dist_why, rewritten, dropped, total))
+            warnings.append(f"{len(dropped)} of {total} workloads not imported: their index inputs' blobs are missing "
+                            f"and no draw fits their axes (e.g. {dropped[0][1]})")
+            task = load_task(tmp)
         _draw_smallest(task, tmp)
         if final.exists():
             # never delete a good folder before the new one is in place: move it aside, then swap
@@ -179,6 +192,27 @@ def _convert(dataset: Path, def_file: Path, name: str, wl_files: list[Path], sol
             if p is not None and p.exists() and p != final:
                 shutil.rmtree(p, ignore_errors=True)
     return final, warnings
+
+
+def _drop_undrawable(task: Task, lines: list[str]) -> tuple[list[str], list[tuple[str, str]]]:
+    """(the workload lines kept, (uuid, why) of each dropped): a workload whose offsets input is drawn
+    (its blob is missing) at axes no draw satisfies, e.g. a causal prefill with more queries than keys
+    (``total_q`` > ``num_kv_indices``), where some query has nothing to attend to: the reference gives
+    NaN or -inf there, and FlashInfer-Bench's non-finite check fails any solution that matches it."""
+    from kernelcraft.task.inputs import infeasible
+
+    drawn = {n for n, d in task.contract.inputs.items() if d.dist == "offsets"}
+    kept: list[str] = []
+    dropped: list[tuple[str, str]] = []
+    for ln in lines:
+        w = json.loads(ln)["workload"]
+        ins = w.get("inputs", {})
+        why = infeasible(task, w["axes"]) if any(ins.get(n, {}).get("type") == "random" for n in drawn) else ""
+        if why:
+            dropped.append((w["uuid"], why))
+        else:
+            kept.append(ln)
+    return kept, dropped
 
 
 def _draw_smallest(task: Task, folder: Path) -> None:
@@ -197,7 +231,8 @@ def _draw_smallest(task: Task, folder: Path) -> None:
 
 
 def _readme(dataset: Path, def_file: Path, definition: dict, wl_files: list[Path], lines: list[str], sols: list,
-            notes: list[str], dist_why: dict[str, str], rewritten: dict[str, int]) -> str:
+            notes: list[str], dist_why: dict[str, str], rewritten: dict[str, int],
+            dropped: list[tuple[str, str]] = (), total: int = 0) -> str:
     name = definition.get("name")
     digest = hashlib.sha256(def_file.read_bytes()).hexdigest()
     text = (
@@ -219,10 +254,16 @@ def _readme(dataset: Path, def_file: Path, definition: dict, wl_files: list[Path
                  "on every set of inputs drawn.\n")
     if rewritten:
         text += ("\n## Missing blobs\n\n" + "".join(
-            f"- `{k}`: {n} of {len(lines)} workloads name a safetensors blob the dataset does not carry; the "
+            f"- `{k}`: {n} of {total or len(lines)} workloads name a safetensors blob the dataset does not carry; the "
             + ("input is drawn by the rule above instead" if k in dist_why else
                "input is drawn instead as a random input of its dtype (FlashInfer-Bench's default, N(0, 1))")
             + " (the workload line says `random`).\n" for k, n in rewritten.items()))
+    if dropped:
+        text += (f"\n## Workloads not imported\n\n{len(dropped)} of the dataset's {total} workloads are left out: their "
+                 "index inputs' blobs are missing and no draw fits their axes. In a causal prefill with more queries "
+                 "than keys some query has nothing to attend to; the reference gives NaN or -inf there, and "
+                 "FlashInfer-Bench's non-finite check fails any solution that matches it.\n\n"
+                 + "".join(f"- `{u}`: {why}\n" for u, why in dropped))
     return text
 
 
