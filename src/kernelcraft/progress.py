@@ -45,7 +45,8 @@ class EvalProgress:
         self.live = console.is_terminal
         self._rows: dict[str, int] = {}
         self._last: dict[str, str] = {}
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()
+        self._said_start: set[str] = set()
         self._progress = Progress(
             SpinnerColumn(), TextColumn("[bold]{task.description}"), BarColumn(bar_width=24),
             TextColumn("{task.fields[phase]}"), TimeElapsedColumn(), console=console) if self.live else None
@@ -72,12 +73,14 @@ class EvalProgress:
                 with self._lock:
                     self._rows[name] = self._progress.add_task(escape(name), total=None, phase="starting its worker")
             else:
-                self._print(f"  {escape(name)}: started on {self.device}")
+                self._started(name)
             return
         if self._progress is not None and name in self._rows:
             row = self._rows[name]
             total = self._progress.tasks[row].total or 1
             self._progress.update(row, total=total, completed=total, phase=escape(state))
+        else:
+            self._started(name)
         self._print(f"  {escape(name)}: {escape(state)}")
 
     def on_phase(self, name: str, gate: str, uuid: str | None, step: int, steps: int) -> None:
@@ -88,11 +91,20 @@ class EvalProgress:
             if row is not None:
                 self._progress.update(row, total=steps, completed=step - 1, phase=f"{_where(gate, uuid)} ({step}/{steps})")
             return
+        self._started(name)  # a worker's first phase can arrive before the pool's start event
         with self._lock:
             if self._last.get(name) == gate:
                 return
             self._last[name] = gate
-        self._print(f"  {escape(name)}: {PHASES[gate]}")
+            self._print(f"  {escape(name)}: {PHASES[gate]}")
+
+    def _started(self, name: str) -> None:
+        """The plain 'started' line, once per solution and before any of its phases."""
+        with self._lock:
+            if name in self._said_start:
+                return
+            self._said_start.add(name)
+            self._print(f"  {escape(name)}: started on {self.device}")
 
 
 class OptimizeProgress:
