@@ -45,7 +45,7 @@ class EvalProgress:
         self.live = console.is_terminal
         self._rows: dict[str, int] = {}
         self._last: dict[str, str] = {}
-        self._lock = threading.RLock()
+        self._lock = threading.Lock()
         self._said_start: set[str] = set()
         self._progress = Progress(
             SpinnerColumn(), TextColumn("[bold]{task.description}"), BarColumn(bar_width=24),
