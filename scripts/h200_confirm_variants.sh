@@ -20,7 +20,7 @@ for v in "" uid landlock "uid,landlock"; do
   echo "=== variant [$v]"
   bash scripts/ncu_watch.sh 25 > "$OUT/watch_$tag.txt" 2>&1 &
   w=$!
-  KERNELCRAFT_PROFILED_SANDBOX_SKIP="$v" timeout 120 python3 -m kernelcraft eval tasks/rmsnorm \
+  KERNELCRAFT_PROFILED_SANDBOX_SKIP="$v" timeout "${VARIANT_S:-120}" python3 -m kernelcraft eval tasks/rmsnorm \
     tasks/rmsnorm/solutions/triton_rowwise.py --device cuda --no-peers --workload 19a11d82 --timeout 30 \
     --json "$OUT/confirm_$tag.json" 2>&1 | clean | tail -3
   kill $w
@@ -33,4 +33,4 @@ for s in r['solutions']:
     print(s['name'], s['status'], 'confirmed' if c.get('confirmed') else 'UNCONFIRMED', str(c.get('reason', ''))[:400])
 " "$OUT/confirm_$tag.json"
 done 2>&1 | tee "$OUT/variants.txt"
-bash scripts/pack_out.sh
+[ "${KC_NO_PACK:-0}" = 1 ] || bash scripts/pack_out.sh
