@@ -85,6 +85,10 @@ def main() -> int:
     ap.add_argument("--eval-timeout", type=float, default=600.0)
     ap.add_argument("--import-only", action="store_true")
     ap.add_argument("--skip-import", action="store_true", help="evaluate the tasks already in OUT/tasks")
+    ap.add_argument("--import-device", default=None,
+                    help="kernelbench: where the importer's check runs (default: cpu; cuda for problems too large here)")
+    ap.add_argument("--import-max-memory-mb", type=int, default=None,
+                    help="kernelbench: the importer's per-problem memory limit (0: none)")
     args = ap.parse_args()
     tasks, recs = args.out / "tasks", args.out / "records"
     recs.mkdir(parents=True, exist_ok=True)
@@ -92,6 +96,10 @@ def main() -> int:
     if not args.skip_import:
         t0 = time.monotonic()
         extra = ["--workers", str(args.jobs)] if args.kind == "kernelbench" else []
+        if args.kind == "kernelbench" and args.import_device:
+            extra += ["--device", args.import_device]
+        if args.kind == "kernelbench" and args.import_max_memory_mb is not None:
+            extra += ["--max-memory-mb", str(args.import_max_memory_mb)]
         proc = kc("import", args.kind, *map(str, args.sources), "--out", str(tasks), *extra, timeout=6 * 3600)
         summary["import_seconds"] = round(time.monotonic() - t0, 1)
         summary["import_log"] = proc.stdout[-20000:]
