@@ -25,3 +25,48 @@ def exported(tmp_path_factory) -> dict[str, Path]:
             out[task] = base / task
         _CACHE["pkgs"] = out
     return _CACHE["pkgs"]
+
+
+# The exported kernels were validated through the Triton interpreter, which triton reads when it is
+# first imported; in the whole suite an earlier test has imported triton without it, so the tests that
+# run the kernels run in one pytest subprocess with TRITON_INTERPRET=1 and report back (run alone with
+# it, they run inline).
+def interpreted(test_file: str, names: tuple[str, ...], tmp_path_factory):
+    """None under TRITON_INTERPRET=1, else (junit cases by name, output tail) of ``names`` run in a subprocess."""
+    import os
+    import subprocess
+    import sys
+    import xml.etree.ElementTree as ET
+
+    from tests.conftest import ROOT
+
+    if os.environ.get("TRITON_INTERPRET") == "1":
+        return None
+    base = tmp_path_factory.mktemp("interpreted")
+    report = base / "report.xml"
+    ids = [f"{Path(test_file).resolve()}::{name}" for name in names]
+    run = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--basetemp", str(base / "t"),
+                          f"--junitxml={report}", *ids], env={**os.environ, "TRITON_INTERPRET": "1"}, cwd=ROOT,
+                         capture_output=True, text=True, timeout=900)
+    cases = {}
+    if report.exists():
+        for case in ET.parse(report).getroot().iter("testcase"):
+            bad = [c for c in case if c.tag in ("failure", "error", "skipped")]
+            cases[case.get("name")] = (bad[0].tag, (bad[0].get("message") or "") + "\n" + (bad[0].text or "")) if bad else None
+    return cases, (run.stdout + run.stderr)[-3000:]
+
+
+def ran_in_the_interpreter(request, under_interpreter) -> bool:
+    """True when this test already ran in the interpreter subprocess (its failure raised here)."""
+    import pytest
+
+    if under_interpreter is None:
+        return False
+    cases, tail = under_interpreter
+    name = request.node.name
+    if name not in cases:
+        pytest.fail(f"{name} did not run under TRITON_INTERPRET=1:\n{tail}")
+    if cases[name] is not None:
+        kind, text = cases[name]
+        pytest.fail(f"{name} under TRITON_INTERPRET=1: {kind}\n{text[-3000:]}")
+    return True

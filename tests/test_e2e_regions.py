@@ -11,11 +11,10 @@ import json
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 import torch
-from e2e_support import exported
+from e2e_support import exported, interpreted, ran_in_the_interpreter
 
 from tests.conftest import ROOT
 
@@ -36,44 +35,13 @@ def pkgs(tmp_path_factory):
     return by_kind([load_package(str(p)) for p in exported(tmp_path_factory).values()])
 
 
-# The exported kernels were validated through the Triton interpreter, which triton reads when it is
-# first imported; in the whole suite an earlier test has imported triton without it, so these two run
-# in one pytest subprocess with TRITON_INTERPRET=1 and report here (run alone with it, they run inline).
+# run in one pytest subprocess with TRITON_INTERPRET=1 unless this process has it (e2e_support.interpreted)
 INTERPRETED = ("test_exported_kernels_replace_the_regions", "test_fullgraph_compile_keeps_one_exported_node_per_region")
 
 
 @pytest.fixture(scope="module")
 def under_interpreter(tmp_path_factory):
-    if os.environ.get("TRITON_INTERPRET") == "1":
-        return None
-    import xml.etree.ElementTree as ET
-
-    base = tmp_path_factory.mktemp("interpreted")
-    report = base / "report.xml"
-    ids = [f"{Path(__file__).resolve()}::{name}" for name in INTERPRETED]
-    run = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--basetemp", str(base / "t"),
-                          f"--junitxml={report}", *ids], env={**os.environ, "TRITON_INTERPRET": "1"}, cwd=ROOT,
-                         capture_output=True, text=True, timeout=900)
-    cases = {}
-    if report.exists():
-        for case in ET.parse(report).getroot().iter("testcase"):
-            bad = [c for c in case if c.tag in ("failure", "error", "skipped")]
-            cases[case.get("name")] = (bad[0].tag, (bad[0].get("message") or "") + "\n" + (bad[0].text or "")) if bad else None
-    return cases, (run.stdout + run.stderr)[-3000:]
-
-
-def _ran_in_the_interpreter(request, under_interpreter) -> bool:
-    """True when this test already ran in the interpreter subprocess (its failure raised here)."""
-    if under_interpreter is None:
-        return False
-    cases, tail = under_interpreter
-    name = request.node.name
-    if name not in cases:
-        pytest.fail(f"{name} did not run under TRITON_INTERPRET=1:\n{tail}")
-    if cases[name] is not None:
-        kind, text = cases[name]
-        pytest.fail(f"{name} under TRITON_INTERPRET=1: {kind}\n{text[-3000:]}")
-    return True
+    return interpreted(__file__, INTERPRETED, tmp_path_factory)
 
 
 def _logits(m, subject, phase):
@@ -93,7 +61,7 @@ def test_stock_regions_in_the_fused_layout_equal_the_model_bit_for_bit(tiny):
 
 
 def test_exported_kernels_replace_the_regions(request, under_interpreter):
-    if _ran_in_the_interpreter(request, under_interpreter):
+    if ran_in_the_interpreter(request, under_interpreter):
         return
     from kernelcraft.e2e import regions as R
 
@@ -113,7 +81,7 @@ def test_exported_kernels_replace_the_regions(request, under_interpreter):
 
 
 def test_fullgraph_compile_keeps_one_exported_node_per_region(request, under_interpreter):
-    if _ran_in_the_interpreter(request, under_interpreter):
+    if ran_in_the_interpreter(request, under_interpreter):
         return
     from kernelcraft.e2e import compiled as C
     from kernelcraft.e2e import regions as R

@@ -840,6 +840,18 @@ def _print_e2e(rec: dict) -> None:
                   f"{m.get('params', 0) / 1e6:.1f}M params, {m['dtype']}, random weights) on "
                   f"{rec['environment']['hardware']}; regions replaced: {kinds}; layout: {m['patch']['layout']}",
                   highlight=False, markup=False)
+    norms = m["patch"].get("norms", [])
+    left: dict = {}
+    for n in norms:
+        if n["region"] is None:
+            left.setdefault((n["class"], n["left"]), []).append(n["module"])
+    if norms:
+        off = m["patch"].get("offset_scale")
+        console.print(f"  norms: {len(norms) - sum(map(len, left.values()))} replaced"
+                      + (f" (1 + weight made in float32, rounded to {off['dtype']}: max relative rounding of the "
+                         f"scale {off['max_rel_rounding']:.2g})" if off else "")
+                      + "".join(f"; {len(v)} {cls} left: {why}" for (cls, why), v in left.items()),
+                      highlight=False, markup=False)
     for phase, ph in rec["phases"].items():
         c = ph["correctness"]
         if not c["kernels_ran"]:

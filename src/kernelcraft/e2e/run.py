@@ -101,9 +101,9 @@ def _region_args(kind: str, region, tokens: int, config, device: str, dtype) -> 
     """The exported op's arguments for one region call at ``tokens`` rows (the envelope check)."""
     x = R.region_inputs(kind, tokens, config, device, dtype)
     if kind == "rmsnorm":
-        return (x[0], region.norm.weight, region.eps)
+        return (x[0], region.weight, region.eps)
     if kind == "fused_add_rmsnorm":
-        return (x[0], x[1], region.norm.weight, region.eps)
+        return (x[0], x[1], region.weight, region.eps)
     gu = torch.empty(tokens, 2 * config.intermediate_size, device=device, dtype=dtype)
     return (gu,)
 
