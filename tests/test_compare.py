@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 
+import pytest
 import torch
 
 from kernelcraft.gauntlet.compare import compare, normalize_outputs
@@ -86,3 +87,33 @@ def test_normalize_outputs_forms():
             assert "output" in str(e)
         else:
             raise AssertionError("accepted a wrong output form")
+
+
+@pytest.mark.parametrize("case", ["pass", "numeric", "special", "ratio"])
+def test_compare_in_chunks_says_what_one_pass_says(monkeypatch, case):
+    # compare_values works COMPARE_CHUNK elements at a time (the int32-overflow holdout's 2**31-element
+    # outputs ran an H200 out of memory in one pass): any chunk size gives the same verdict and figures
+    from kernelcraft.gauntlet import compare as cmp
+
+    g = torch.Generator().manual_seed(7)
+    ref = torch.randn(1000, generator=g, dtype=torch.float64)
+    got = ref + 1e-9 * torch.randn(1000, generator=g, dtype=torch.float64)
+    if case in ("numeric", "ratio"):
+        got[[13, 640, 999]] += torch.tensor([0.5, 3.0, 1.0], dtype=torch.float64)  # the worst: 640
+    if case == "special":
+        got[[517, 901]] = float("nan")
+    ratio = 0.99 if case == "ratio" else 1.0
+    results = []
+    for chunk in (1 << 24, 7, 100, 999):
+        monkeypatch.setattr(cmp, "COMPARE_CHUNK", chunk)
+        c = cmp.compare_values("y", got, ref, 1e-3, 1e-3, (10, 100), ratio)
+        results.append((c.status, c.reason, c.max_abs_error, c.max_rel_error))
+    assert all(r == results[0] for r in results), results
+    status, reason = results[0][:2]
+    if case == "pass" or case == "ratio":
+        assert status == "PASSED"
+    elif case == "numeric":
+        assert status == "INCORRECT_NUMERICAL" and "3 of 1000 elements" in reason and "index (6, 40)" in reason
+    else:
+        assert status == "INCORRECT_NUMERICAL" and "2 of 1000 elements disagree on NaN/Inf" in reason
+        assert "(5, 17)" in reason

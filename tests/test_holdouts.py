@@ -178,6 +178,27 @@ def test_stress_clamps_outliers_into_a_uniform_domain(tmp_path):
     assert bias.abs().max() < 10  # both switches off: N(0, 1) as drawn (a 1-D input has no near-zero rows)
 
 
+def test_stress_inputs_of_a_float64_input(tmp_path):
+    # the H200 run of the KDA fft3d f64 requests: a float64 input's outlier cap (its finfo max / 4) did not
+    # fit the float32 draw, and making every stress input failed ("cannot be converted to type float")
+    d = tmp_path / "t"
+    shutil.copytree(FIXTURES / "kda_gelu_request", d)
+    spec = json.loads((d / "definition.json").read_text())
+    for io in ("inputs", "outputs"):
+        for v in spec[io].values():
+            v["dtype"] = "float64"
+    (d / "definition.json").write_text(json.dumps(spec))
+    (d / "contract.toml").write_text('[inputs.x]\ndist = "uniform"\nlow = -1.0\nhigh = 1.0\n'
+                                     '[inputs.bias]\noutliers = false\nnear_zero_rows = false\n')
+    task = load_task(d)
+    x, _ = make_inputs(task, task.workloads[-1], 2, "cpu", variant="stress")
+    assert x.dtype == torch.float64 and x.min() >= -1.0 and x.max() <= 1.0
+    assert ((x == -1.0) | (x == 1.0)).any()  # the outliers, clamped into the domain
+    (d / "contract.toml").write_text("")
+    x, _ = make_inputs(load_task(d), task.workloads[-1], 2, "cpu", variant="stress")
+    assert x.dtype == torch.float64 and x.abs().max() > 100  # N(0, 1) with outliers of 100-1000
+
+
 def _with_constraints(tmp_path, constraints, extra_inputs, reference_args):
     d = tmp_path / "t"
     shutil.copytree(FIXTURES / "kda_gelu_request", d)

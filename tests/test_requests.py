@@ -115,6 +115,28 @@ def test_validate_timeout_and_a_command_that_cannot_start(tmp_path):
     assert s["status"] == "RUNTIME_ERROR" and "could not start" in s["reason"], s["reason"]
 
 
+def test_a_validate_command_may_write_its_own_proc_entry(tmp_path):
+    """The CUDA driver writes to its process's own /proc entries; a request's verifier is a new process
+    of the sandbox, whose entry did not exist when the runner's landlock rules were made. On the H200
+    every KDA [validate] run failed at cudaGetDeviceCount (error 304) while only the runner's own
+    /proc folder was writable. Here the command does what the driver does, without a GPU."""
+    cmd = "python -c \"open('/proc/self/comm', 'w').write('kc-verifier'); print('PASS')\" {solution}"
+    contract = generator_only(RING_CONTRACT) + f'[validate]\ncommand = "{cmd.replace(chr(34), chr(92) + chr(34))}"\n'
+    rep = eval_json(request_copy(tmp_path, contract=contract, name="proc"), HONEST, extra=("--no-timing",),
+                    tmp=tmp_path)
+    [s] = rep["solutions"]
+    held = " ".join((s.get("sandbox") or {}).get("held", []))
+    if "landlock" not in held:
+        pytest.skip(f"no landlock in this machine's sandbox: {held or 'nothing'}")
+    if all(k in held for k in ("pid namespace", "private /proc", "uid 2147480000")):
+        assert "the sandbox's /proc entries" in held
+        assert s["validation"]["status"] == "PASSED", s["validation"]
+    else:  # uid 0 kept (root could write /proc/sys) or no pid namespace: the runner's own folder only
+        assert "its own /proc entry" in held
+        assert s["validation"]["status"] == "REJECTED", s["validation"]
+        assert "Permission denied" in s["validation"]["output_tail"], s["validation"]["output_tail"]
+
+
 def test_contract_errors_name_the_file_and_field(tmp_path):
     cases = {
         '[inputs]\ngenerator = "benchmark.py::no_such_fn"\n': ("inputs.generator", "no top-level function"),

@@ -110,46 +110,67 @@ def canonical_outputs(outputs: list[Any], definition: Definition, contract: Cont
     return [by_name[n] for n in definition.outputs]
 
 
+COMPARE_CHUNK = 1 << 24  # elements compared at a time: the temporaries of 2**31 elements in float64 ran an H200 out of memory
+
+
 def compare_values(name: str, got: torch.Tensor, ref: torch.Tensor, atol: float, rtol: float,
                     shape: tuple[int, ...], min_matched_ratio: float = 1.0) -> Check:
     """Element-wise check; with ``min_matched_ratio`` < 1 up to that share of elements may exceed the
-    tolerance (never a NaN/Inf disagreement)."""
+    tolerance (never a NaN/Inf disagreement). Compared :data:`COMPARE_CHUNK` elements at a time, so
+    an output of any size costs a bounded amount of memory beside it."""
     got = got.reshape(-1)
     ref = ref.reshape(-1)
     n = ref.numel()
     if n == 0:
         return Check("PASSED")
-    ref_nan, got_nan = torch.isnan(ref), torch.isnan(got)
-    ref_inf, got_inf = torch.isinf(ref), torch.isinf(got)
-    special_bad = (ref_nan != got_nan) | ((ref_inf | got_inf) & ~(ref_nan | got_nan) & (got != ref))
-    finite = ~(ref_nan | ref_inf | got_nan | got_inf)
-    abs_err = torch.where(finite, (got - ref).abs(), torch.zeros_like(ref))
-    rel_err = abs_err / ref.abs().clamp_min(torch.finfo(torch.float64).tiny)
-    numeric_bad = finite & (abs_err > atol) & (abs_err > rtol * ref.abs())
-    max_abs = float(abs_err.max())
-    max_rel = float(torch.where(finite, rel_err, torch.zeros_like(rel_err)).max())
-    n_special = int(special_bad.sum())
+    tiny = torch.finfo(torch.float64).tiny
+    n_special = n_bad = 0
+    first_special: int | None = None
+    max_abs = max_rel = 0.0
+    worst: tuple[float, int] | None = None  # (score, index) of the element furthest past its tolerance
+    for lo in range(0, n, COMPARE_CHUNK):
+        g, r = got[lo:lo + COMPARE_CHUNK], ref[lo:lo + COMPARE_CHUNK]
+        ref_nan, got_nan = torch.isnan(r), torch.isnan(g)
+        ref_inf, got_inf = torch.isinf(r), torch.isinf(g)
+        special_bad = (ref_nan != got_nan) | ((ref_inf | got_inf) & ~(ref_nan | got_nan) & (g != r))
+        finite = ~(ref_nan | ref_inf | got_nan | got_inf)
+        abs_err = torch.where(finite, (g - r).abs(), torch.zeros_like(r))
+        rel_err = abs_err / r.abs().clamp_min(tiny)
+        numeric_bad = finite & (abs_err > atol) & (abs_err > rtol * r.abs())
+        max_abs = max(max_abs, float(abs_err.max()))
+        max_rel = max(max_rel, float(torch.where(finite, rel_err, torch.zeros_like(rel_err)).max()))
+        k = int(special_bad.sum())
+        if k and first_special is None:
+            first_special = lo + int(special_bad.nonzero()[0])
+        n_special += k
+        k = int(numeric_bad.sum())
+        n_bad += k
+        if k:
+            score = torch.where(numeric_bad, abs_err - torch.maximum(torch.full_like(r, atol), rtol * r.abs()),
+                                torch.full_like(r, -1.0))
+            i = int(score.argmax())
+            if worst is None or float(score[i]) > worst[0]:
+                worst = (float(score[i]), lo + i)
     if n_special:
-        i = int(special_bad.nonzero()[0])
+        i = first_special
         return Check(
             "INCORRECT_NUMERICAL",
             f"output {name!r}: {n_special} of {n} elements disagree on NaN/Inf; first at index "
             f"{fmt_index(i, shape)}: got {got[i].item():.6g}, expected {ref[i].item():.6g}",
             float("inf"), float("inf"),
         )
-    n_bad = int(numeric_bad.sum())
     matched = 1.0 - n_bad / n
     if n_bad and matched < min_matched_ratio:
-        score = torch.where(numeric_bad, abs_err - torch.maximum(torch.full_like(ref, atol), rtol * ref.abs()),
-                            torch.full_like(ref, -1.0))
-        i = int(score.argmax())
+        i = worst[1]
+        abs_i = float((got[i] - ref[i]).abs())
+        rel_i = float((got[i] - ref[i]).abs() / ref[i].abs().clamp_min(tiny))
         allowance = (f"; the contract requires {100 * min_matched_ratio:g}% of elements within it, "
                      f"{100 * matched:.4g}% are") if min_matched_ratio < 1.0 else ""
         return Check(
             "INCORRECT_NUMERICAL",
             f"output {name!r}: {n_bad} of {n} elements ({100.0 * n_bad / n:.3g}%) exceed both atol={atol:g} "
             f"and rtol={rtol:g}{allowance}; worst at index {fmt_index(i, shape)}: got {got[i].item():.6g}, expected "
-            f"{ref[i].item():.6g} (abs error {abs_err[i].item():.3g}, rel error {rel_err[i].item():.3g})",
+            f"{ref[i].item():.6g} (abs error {abs_i:.3g}, rel error {rel_i:.3g})",
             max_abs, max_rel,
         )
     return Check("PASSED", "", max_abs, max_rel)

@@ -328,18 +328,29 @@ def _landlock(box: Sandbox) -> None:
                     continue
         # The CUDA driver writes to its own process's /proc entries: with /proc read-only under landlock,
         # cudaGetDeviceCount failed with error 304 on the H200 (scripts/probe_landlock_cuda.py,
-        # 2026-12-01). Only this process's own folder is writable, never /proc as a whole.
-        own_proc = Path(os.path.realpath("/proc/self"))
-        for w in (box.scratch, *box.caches, *box.writable, own_proc):
+        # 2026-12-01). A process the runner starts (a request's [validate] command: a new CUDA context)
+        # needs its own entry too, which does not exist yet when the rules are made: under a private
+        # /proc (hidepid=invisible: only the sandbox's processes) and the dropped uid, files of /proc
+        # are writable, which that uid limits to the sandbox's own entries; otherwise only this
+        # process's folder (a child then cannot start CUDA: cudaGetDeviceCount error 304, the H200's
+        # [validate] runs of 2026-12-01). All three are needed: without the pid namespace (a profiled
+        # runner) other sandboxes' entries of the same uid show; with uid 0 kept, /proc/sys is writable.
+        private_proc = all(any(h.startswith(k) for h in box.held)
+                           for k in ("pid namespace", "private /proc", f"uid {SANDBOX_UID}"))
+        own_proc = Path("/proc") if private_proc else Path(os.path.realpath("/proc/self"))
+        for w in (box.scratch, *box.caches, *box.writable):
             clear()
             ruleset.allow(str(w))
+        clear()
+        ruleset.allow(str(own_proc))  # every right, as the runner has had on its own entry
         clear()
         ruleset.apply()
     except Exception as e:  # noqa: BLE001 - an old kernel or a refused syscall: said in the record
         box.degraded.append(f"landlock refused: {type(e).__name__}: {e}")
         return
     box.held.append("landlock (reads: the Python installation, system libraries, /dev, /proc, /sys; "
-                    "writes: its scratch folder, the compile caches and its own /proc entry)")
+                    "writes: its scratch folder, the compile caches and "
+                    + ("the sandbox's /proc entries)" if private_proc else "its own /proc entry)"))
 
 
 # What Nsight Compute puts in its target's environment for its injected library (CUDA_INJECTION64_PATH,

@@ -226,7 +226,8 @@ def _stress(t: torch.Tensor, dtype: torch.dtype, dist: InputDistribution, domain
         frac = torch.rand((n, k_max), generator=gen, device=device)
         frac[:, 0] = 0.5 + 0.5 * frac[:, 0]  # the first outlier of a row from the upper half (log scale)
         m_lo, m_hi = dist.outlier_magnitude
-        cap = torch.finfo(dtype).max / 4
+        # the draw is float32 whatever the input's dtype: a float64 input's own max does not fit it
+        cap = min(torch.finfo(dtype).max, torch.finfo(rows.dtype).max) / 4
         mag = (m_lo * (m_hi / m_lo) ** frac * (dist.std if dist.dist == "normal" else 1.0)).clamp(max=cap)
         sign = torch.randint(2, (n, k_max), generator=gen, device=device) * 2 - 1
         center = dist.mean if dist.dist == "normal" else 0.0
