@@ -14,6 +14,11 @@ tensors (so shapes and dtypes under ``torch.compile`` are exactly what the real 
 any path), with the definition's axes as the fallback when the reference cannot run on fake
 tensors. A call runs the kernel only inside the validated envelope; anything else runs the
 reference, and the first call of each kind of miss says why, once, in the log.
+
+An eager call is on the host's critical path at decode sizes, so its per-call work is kept small: the
+envelope check runs once per (shapes, dtypes, devices, contiguity) of the tensor arguments and its
+verdict is looked up afterwards (``_checked``); the kernel is loaded once (the lock is taken only
+then); the log is written only on the first miss of a kind.
 """
 
 from __future__ import annotations
@@ -69,6 +74,11 @@ class ExportedOp:
         self._kernel_error: str | None = None
         self._warned: set[str] = set()
         self._device_misses: dict = {}
+        # the envelope's verdict per key of the tensor arguments (see _key); bounded: past _MAX_KEYS
+        # new keys are checked on every call instead of remembered
+        self._checked: dict = {}
+        self._tensor_pos = tuple(i for i, (_, spec) in enumerate(self._inputs) if spec["shape"] is not None)
+        self._dps = bool(self.solution.get("destination_passing_style"))
         self.reset_stats()
         if self.solution["language"] == "triton" and self.validated["device_type"] == "cpu":
             # Validated through the Triton interpreter, which triton reads when it is first imported.
@@ -111,36 +121,46 @@ class ExportedOp:
         n_out = len(self._outputs)
         ret = torch.Tensor if n_out == 1 else tuple[(torch.Tensor,) * n_out]
 
+        sig = inspect.Signature(params, return_annotation=ret)
+        n_in = len(params)
+
         def fn(*args, **kwargs):
-            args = inspect.signature(fn).bind(*args, **kwargs).args
-            if any(_is_traced(a) for a in args):
-                saved = json.loads(json.dumps(self.counts))  # a trace is no call: keep the counts
-                try:
-                    with _traceable_launches():
-                        return self._impl(*args)
-                finally:
-                    self.counts = saved
+            if kwargs or len(args) != n_in:
+                args = sig.bind(*args, **kwargs).args
+            traced = _traced_types()
+            for a in args:
+                if isinstance(a, traced):
+                    saved = json.loads(json.dumps(self.counts))  # a trace is no call: keep the counts
+                    try:
+                        with _traceable_launches():
+                            return self._run(args, self.check(args))  # symbolic sizes: never the cache
+                    finally:
+                        self.counts = saved
             return self._impl(*args)
 
-        fn.__signature__ = inspect.Signature(params, return_annotation=ret)
+        fn.__signature__ = sig
         fn.__name__ = self.meta["op_name"]
         return torch.library.triton_op(self.qualname, fn, mutates_args=())
 
     # -- the two implementations ---------------------------------------------------------------------
     def _impl(self, *args):
-        reason = self.check(args)
-        kernel = None
-        if reason is None:
-            kernel = self._load_kernel()
+        """The op on real tensors (the dispatcher's backend kernel)."""
+        return self._run(args, self._check_cached(args))
+
+    def _run(self, args, verdict):
+        """The kernel when ``verdict`` (the envelope check's) is None and the kernel loads, else the
+        reference, counted and, on the first miss of its kind, logged."""
+        if verdict is None:
+            kernel = self._kernel
             if kernel is None:
-                reason = ("kernel-unavailable", self._kernel_error or "the kernel could not be loaded")
-        if reason is None:
-            outs = self._call_kernel(kernel, args)
-            self.counts["kernel"] += 1
-        else:
-            self._note_fallback(*reason)
-            outs = self.reference(*args)
-        return self._finish(outs, args)
+                kernel = self._load_kernel()
+            if kernel is not None:
+                outs = self._call_kernel(kernel, args)
+                self.counts["kernel"] += 1
+                return self._finish(outs, args)
+            verdict = ("kernel-unavailable", self._kernel_error or "the kernel could not be loaded")
+        self._note_fallback(*verdict)
+        return self._finish(self.reference(*args), args)
 
     def _fake(self, *args):
         try:
@@ -152,15 +172,21 @@ class ExportedOp:
                                      dtype=_TORCH_DTYPES[spec["dtype"]], device=dev) for _, spec in self._outputs)
         return self._finish(outs, args)
 
+    @staticmethod
+    def _fresh(o, args):
+        # A custom op returns fresh, contiguous tensors on every path, so the fake's strides hold.
+        if o._base is not None:
+            return o.clone().contiguous()
+        for a in args:
+            if o is a:
+                return o.clone().contiguous()
+        return o.contiguous()
+
     def _finish(self, outs, args):
-        outs = outs if isinstance(outs, tuple | list) else (outs,)
-        fixed = []
-        for o in outs:
-            # A custom op returns fresh, contiguous tensors on every path, so the fake's strides hold.
-            if any(o is a for a in args) or o._base is not None:
-                o = o.clone()
-            fixed.append(o.contiguous())
-        return fixed[0] if len(fixed) == 1 else tuple(fixed)
+        if not isinstance(outs, tuple | list):
+            return self._fresh(outs, args)
+        fixed = tuple(self._fresh(o, args) for o in outs)
+        return fixed[0] if len(fixed) == 1 else fixed
 
     # -- the envelope --------------------------------------------------------------------------------
     def _bind_axes(self, args) -> dict:
@@ -171,6 +197,24 @@ class ExportedOp:
             for ax, size in zip(spec["shape"], a.shape, strict=False):
                 axes.setdefault(ax, size)
         return axes
+
+    def _key(self, args) -> tuple:
+        """What the envelope check reads of the tensor arguments: sizes, dtype, device, contiguity."""
+        return tuple([(a.shape, a.dtype, a.device, a.is_contiguous()) for a in map(args.__getitem__, self._tensor_pos)])
+
+    def _check_cached(self, args) -> tuple[str, str] | None:
+        """``check(args)``, computed once per key of the arguments."""
+        try:
+            key = self._key(args)
+            return self._checked[key]
+        except KeyError:
+            pass
+        except (TypeError, AttributeError, IndexError):  # not tensors, or sizes that cannot be hashed
+            return self.check(args)
+        verdict = self.check(args)
+        if len(self._checked) < _MAX_KEYS:
+            self._checked[key] = verdict
+        return verdict
 
     def check(self, args) -> tuple[str, str] | None:
         """None when the kernel was validated for these arguments, else (kind, why)."""
@@ -281,7 +325,7 @@ class ExportedOp:
         return getattr(module, symbol)
 
     def _call_kernel(self, kernel, args):
-        if not self.solution.get("destination_passing_style"):
+        if not self._dps:
             return kernel(*args)
         axes = self._bind_axes(args)
         dev = next(a.device for a in args if isinstance(a, torch.Tensor))
@@ -302,11 +346,23 @@ class ExportedOp:
         return self._kernel_error
 
 
-def _is_traced(a) -> bool:
-    from torch._subclasses.fake_tensor import FakeTensor
-    from torch._subclasses.functional_tensor import FunctionalTensor
+_MAX_KEYS = 4096  # remembered envelope verdicts per op
+_TRACED: tuple = ()
 
-    return isinstance(a, FakeTensor | FunctionalTensor)
+
+def _traced_types() -> tuple:
+    """The tensor types of a trace (fake and functional tensors), imported once."""
+    global _TRACED
+    if not _TRACED:
+        from torch._subclasses.fake_tensor import FakeTensor
+        from torch._subclasses.functional_tensor import FunctionalTensor
+
+        _TRACED = (FakeTensor, FunctionalTensor)
+    return _TRACED
+
+
+def _is_traced(a) -> bool:
+    return isinstance(a, _traced_types())
 
 
 _LAUNCH_LOCK = threading.Lock()
