@@ -18,7 +18,14 @@ reference, and the first call of each kind of miss says why, once, in the log.
 An eager call is on the host's critical path at decode sizes, so its per-call work is kept small: the
 envelope check runs once per (shapes, dtypes, devices, contiguity) of the tensor arguments and its
 verdict is looked up afterwards (``_checked``); the kernel is loaded once (the lock is taken only
-then); the log is written only on the first miss of a kind.
+then); the log is written only on the first miss of a kind. And an eager call of ``op`` on plain
+tensors whose arguments were already found inside the envelope goes straight to the kernel, without
+torch's dispatcher (about half of the host cost, benchmarks/export_call_overhead.py): ``op`` stays the
+registered ``CustomOpDef`` (``torch.ops``, ``opcheck``, ``torch.compile``, ``torch.export`` see it as
+before; traced, it is always the dispatcher's call), and any call the dispatcher could treat
+differently takes the dispatcher: one under torch.compile, a dispatch or function mode, functorch,
+the JIT tracer or the profiler, with keyword arguments, tensor subclasses, gradients to record,
+scalars not of the schema's Python type, or arguments not yet checked or outside the envelope.
 """
 
 from __future__ import annotations
@@ -58,6 +65,8 @@ def schema(definition: dict) -> str:
 
 
 class ExportedOp:
+    direct_calls = True  # eager in-envelope calls of ``op`` skip the dispatcher (False: always through it)
+
     def __init__(self, package_dir: Path, module_name: str):
         self.dir = Path(package_dir)
         self.module_name = module_name
@@ -85,7 +94,12 @@ class ExportedOp:
             if "triton" not in sys.modules:
                 os.environ.setdefault("TRITON_INTERPRET", "1")
         self.reference = importlib.import_module(f"{module_name}._reference").run
+        self._arg_types = tuple(None if spec["shape"] is not None else _SCALARS[_scalar_type(spec["dtype"])]
+                                for _, spec in self._inputs)
         self.op = self._register()
+        if _EagerOpDef is not None and type(self.op) is _CustomOpDef and _PROBES is not None:
+            self.op.__class__ = _EagerOpDef  # the same object, with the direct eager call (see the module doc)
+            self.op._kc_exported = self
 
     # -- registration ------------------------------------------------------------------------------
     def _register(self):
@@ -201,6 +215,26 @@ class ExportedOp:
     def _key(self, args) -> tuple:
         """What the envelope check reads of the tensor arguments: sizes, dtype, device, contiguity."""
         return tuple([(a.shape, a.dtype, a.device, a.is_contiguous()) for a in map(args.__getitem__, self._tensor_pos)])
+
+    def _direct(self, args) -> bool:
+        """An eager call the dispatcher would hand to ``_impl`` unchanged, with arguments already found
+        inside the envelope: ``op`` may run the kernel itself."""
+        _, dispatch_modes, function_modes, jit_tracing, functorch, profiling, grad_enabled = _PROBES
+        if (len(args) != len(self._arg_types) or dispatch_modes() or function_modes() or jit_tracing() is not None
+                or functorch() is not None or profiling()):
+            return False
+        grad = grad_enabled()
+        for a, want in zip(args, self._arg_types, strict=True):
+            if want is None:
+                t = type(a)
+                if (t is not _Tensor and t is not _Parameter) or (grad and a.requires_grad):
+                    return False
+            elif type(a) is not want:
+                return False
+        try:
+            return self._checked[self._key(args)] is None
+        except Exception:  # noqa: BLE001 - not checked yet (KeyError) or not hashable: the dispatcher's call
+            return False
 
     def _check_cached(self, args) -> tuple[str, str] | None:
         """``check(args)``, computed once per key of the arguments."""
@@ -347,6 +381,43 @@ class ExportedOp:
 
 
 _MAX_KEYS = 4096  # remembered envelope verdicts per op
+_SCALARS = {"float": float, "int": int, "bool": bool}
+_Tensor, _Parameter = torch.Tensor, torch.nn.Parameter
+
+
+def _probes():
+    """What decides whether an eager call may skip the dispatcher (``ExportedOp._direct``); None on a
+    torch without one of them: then every call takes the dispatcher."""
+    try:
+        C = torch._C
+        return (torch.compiler.is_compiling, C._len_torch_dispatch_stack, C._is_torch_function_mode_enabled,
+                C._get_tracing_state, C._functorch.peek_interpreter_stack, C._autograd._profiler_enabled,
+                torch.is_grad_enabled)
+    except AttributeError:
+        return None
+
+
+_PROBES = _probes()
+try:
+    from torch._library.custom_ops import CustomOpDef as _CustomOpDef
+except ImportError:
+    _CustomOpDef = None
+
+if _CustomOpDef is not None and _PROBES is not None:
+    _is_compiling = _PROBES[0]
+
+    class _EagerOpDef(_CustomOpDef):
+        """The registered op; an eager call that ``ExportedOp._direct`` allows runs the kernel directly."""
+
+        def __call__(self, *args, **kwargs):
+            if not _is_compiling() and not kwargs:  # under dynamo this folds to the dispatcher's call
+                ex = self._kc_exported
+                if ex.direct_calls and ex._direct(args):
+                    return ex._run(args, None)
+            return self._opoverload(*args, **kwargs)
+else:
+    _EagerOpDef = None
+
 _TRACED: tuple = ()
 
 
@@ -359,10 +430,6 @@ def _traced_types() -> tuple:
 
         _TRACED = (FakeTensor, FunctionalTensor)
     return _TRACED
-
-
-def _is_traced(a) -> bool:
-    return isinstance(a, _traced_types())
 
 
 _LAUNCH_LOCK = threading.Lock()
