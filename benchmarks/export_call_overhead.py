@@ -17,10 +17,11 @@ time would swamp the figure), and three entry points are timed on the same in-en
 measured, each in its own process: ``custom_op`` (what a package validated through the Triton
 interpreter registers on the CPU) and ``triton_op`` (what a GPU export registers: triton imported
 without the interpreter, the kernel loaded as a GPU export would be). ``--baseline-rev REV`` measures
-the runtime of that revision (``git show REV:src/kernelcraft/export/_runtime.py``) in alternating
-processes with the working tree's, so both see the same machine load.
+the runtime of that revision (``git show REV:src/kernelcraft/export/_runtime.py``; repeatable) in
+alternating processes with the working tree's, so all see the same machine load.
 
-    python benchmarks/export_call_overhead.py --baseline-rev df5c11c --out results/cpu/export_call_overhead.json
+    python benchmarks/export_call_overhead.py --baseline-rev df5c11c --baseline-rev e682892 \
+        --calls 10000 --out results/cpu/export_call_overhead.json
 
 Top-level imports are the standard library only: a child sets TRITON_INTERPRET (or not) before
 anything imports triton.
@@ -176,8 +177,9 @@ def _git(*args: str) -> str:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--baseline-rev", help="also measure the runtime of this git revision (alternating processes)")
-    ap.add_argument("--calls", type=int, default=20000, help="calls per timed repeat")
+    ap.add_argument("--baseline-rev", action="append", default=[],
+                    help="also measure the runtime of this git revision (alternating processes; repeatable)")
+    ap.add_argument("--calls", type=int, default=10000, help="calls per timed repeat")
     ap.add_argument("--repeats", type=int, default=9, help="timed repeats per entry and process (median)")
     ap.add_argument("--warmup", type=int, default=500)
     ap.add_argument("--rounds", type=int, default=2, help="processes per (runtime, mode); the median is reported")
@@ -193,8 +195,7 @@ def main() -> None:
     try:
         base = export_packages(work / "built")
         runtimes = {"working_tree": (ROOT / RUNTIME).read_text()}
-        if a.baseline_rev:
-            runtimes = {f"rev {a.baseline_rev}": _git("show", f"{a.baseline_rev}:{RUNTIME}"), **runtimes}
+        runtimes = {**{f"rev {rev}": _git("show", f"{rev}:{RUNTIME}") for rev in a.baseline_rev}, **runtimes}
         dirs = {name: with_runtime(base, text, work / f"rt{i}") for i, (name, text) in enumerate(runtimes.items())}
         raw: dict = {name: {m: [] for m in MODES} for name in runtimes}
         load = [os.getloadavg()]
