@@ -18,14 +18,15 @@ reference, and the first call of each kind of miss says why, once, in the log.
 An eager call is on the host's critical path at decode sizes, so its per-call work is kept small: the
 envelope check runs once per (shapes, dtypes, devices, contiguity) of the tensor arguments and its
 verdict is looked up afterwards (``_checked``); the kernel is loaded once (the lock is taken only
-then); the log is written only on the first miss of a kind. And an eager call of ``op`` on plain
-tensors whose arguments were already found inside the envelope goes straight to the kernel, without
-torch's dispatcher (about half of the host cost, benchmarks/export_call_overhead.py): ``op`` stays the
-registered ``CustomOpDef`` (``torch.ops``, ``opcheck``, ``torch.compile``, ``torch.export`` see it as
-before; traced, it is always the dispatcher's call), and any call the dispatcher could treat
-differently takes the dispatcher: one under torch.compile, a dispatch or function mode, functorch,
-the JIT tracer or the profiler, with keyword arguments, tensor subclasses, gradients to record,
-scalars not of the schema's Python type, or arguments not yet checked or outside the envelope.
+then); the log is written only on the first miss of a kind. An eager call of ``op`` on plain tensors
+whose key was already found inside the envelope runs the kernel without torch's dispatcher (10-16 us
+of the 16-38 us per call the package used to add on the 2-core CPU machine,
+results/cpu/export_call_overhead.json). ``op`` stays the registered ``CustomOpDef`` (``torch.ops``,
+``opcheck`` and ``torch.compile`` see what they saw before; traced, it is the dispatcher's call), and
+every call the dispatcher could treat differently takes the dispatcher: under torch.compile, a
+dispatch or function mode, functorch, the JIT tracer or the profiler; with keyword arguments, tensor
+subclasses, inputs that record gradients, scalars not of the schema's Python type; and arguments not
+checked yet or outside the envelope.
 """
 
 from __future__ import annotations
