@@ -19,7 +19,7 @@ An eager call is on the host's critical path at decode sizes, so its per-call wo
 envelope check runs once per (shapes, dtypes, devices, contiguity) of the tensor arguments and its
 verdict is looked up afterwards (``_checked``); the kernel is loaded once (the lock is taken only
 then); the log is written only on the first miss of a kind. An eager call of ``op`` on plain tensors
-whose key was already found inside the envelope runs the kernel without torch's dispatcher (10-16 us
+whose key was already found inside the envelope runs the kernel without torch's dispatcher (7-13 us
 of the 16-38 us per call the package used to add on the 2-core CPU machine,
 results/cpu/export_call_overhead.json). ``op`` stays the registered ``CustomOpDef`` (``torch.ops``,
 ``opcheck`` and ``torch.compile`` see what they saw before; traced, it is the dispatcher's call), and
