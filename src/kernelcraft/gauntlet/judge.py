@@ -86,6 +86,48 @@ def _merge(a: dict, b: dict) -> dict:
     return out
 
 
+def _accepted_args(error: str) -> int | None:
+    """How many positional arguments the solution's entry point takes, from the TypeError it raised
+    when called (pybind11's "incompatible function arguments" with its first signature, or Python's
+    "takes N positional arguments"); None when the message says neither."""
+    import re
+
+    m = re.search(r"takes (\d+) positional arguments? but \d+ (?:were|was) given", error)
+    if m:
+        return int(m.group(1))
+    m = re.search(r"incompatible function arguments\. The following argument types are supported:\s*1\. \((.*)\) ->",
+                  error)
+    if not m:
+        return None
+    depth, count, body = 0, 1, m.group(1).strip()
+    if not body:
+        return 0
+    for ch in body:
+        depth += ch in "<([{"
+        depth -= ch in ">)]}"
+        count += ch == "," and depth == 0
+    return None if "*args" in body or "kwargs" in body else count
+
+
+def calling_convention_hint(error: str, dps: bool, n_inputs: int, n_outputs: int) -> str:
+    """Why a call failed before any work, when the entry point's arity is the other calling convention's:
+    destination-passing style passes the outputs after the inputs (FlashInfer-Bench's default where a
+    solution's spec does not say ``destination_passing_style``); value-returning passes the inputs only."""
+    taken = _accepted_args(error)
+    if taken is None or n_outputs == 0:
+        return ""
+    if dps and taken == n_inputs:
+        return (f"\n[calling-convention] the entry point takes {taken} argument(s), the definition's inputs only, but "
+                f"the solution's spec asks for destination-passing style (the outputs passed after the inputs: "
+                f"{n_inputs + n_outputs} arguments; FlashInfer-Bench's default where spec.destination_passing_style "
+                "is not given). If run returns its outputs, set \"destination_passing_style\": false in the spec.")
+    if not dps and taken == n_inputs + n_outputs:
+        return (f"\n[calling-convention] the entry point takes {taken} arguments, the inputs and the outputs, but the "
+                "solution's spec says value-returning (destination_passing_style false): the outputs are not passed. "
+                "If run writes into preallocated outputs, set \"destination_passing_style\": true in the spec.")
+    return ""
+
+
 def _is_compile_error(e: BaseException) -> bool:
     names = {cls.__name__ for cls in type(e).__mro__}
     return bool(names & {"CompilationError", "CompileTimeAssertionFailure", "UnsupportedLanguageConstruct"})
@@ -484,8 +526,10 @@ class Judge:
         called = self.subject.call()
         if called.error:
             status = "COMPILE_ERROR" if called.compile_error else "RUNTIME_ERROR"
+            hint = "" if called.compile_error else calling_convention_hint(
+                called.error, self.subject.dps, len(self.d.inputs), len(self.d.outputs))
             return {"status": status, "gate": "build" if called.compile_error else "correctness",
-                    "reason": called.error}
+                    "reason": called.error + hint}
         cheat = self._evidence(called, warm=False) or (self._mutated(pristine) if self.subject.audited else "")
         if cheat:
             return {"status": "REJECTED", "gate": "integrity", "reason": cheat}
