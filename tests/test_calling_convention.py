@@ -53,3 +53,24 @@ def test_a_value_returning_run_declared_dps_is_told_which_field(tmp_path):
     assert s["status"] == "RUNTIME_ERROR" and s["gate"] == "correctness", s["reason"]
     assert "takes 3 positional arguments but 4 were given" in s["reason"]
     assert "[calling-convention]" in s["reason"] and "\"destination_passing_style\": false" in s["reason"]
+
+
+def test_a_long_message_keeps_its_head():
+    """pybind11 prints every argument after the signatures; the H200's gqa records kept only the
+    tail (tensor values) and lost the signature. The message's head, shortened arguments, is kept."""
+    from kernelcraft.solution._traceback import candidate_traceback
+
+    values = "tensor([[" + ", ".join(["0.7148"] * 3000) + "]])"
+    try:
+        raise TypeError(PYBIND.split("\nInvoked with:")[0] + "\n\nInvoked with: " + values)
+    except TypeError as e:
+        text = candidate_traceback(e)
+    assert len(text) <= 4000
+    assert "incompatible function arguments" in text and "1. (arg0: torch.Tensor, arg1: torch.Tensor)" in text
+    assert "the arguments' values left out" in text
+    assert _accepted_args(text) == 2
+    try:
+        raise ValueError("x" * 10000 + "END")
+    except ValueError as e:
+        text = candidate_traceback(e)
+    assert len(text) <= 4000 and text.count("ValueError: xxx") == 1 and text.endswith("END\n")

@@ -12,9 +12,20 @@ _NOISE = ("/kernelcraft/", "<frozen importlib", "importlib/__init__.py", "/multi
 
 def candidate_traceback(e: BaseException, limit: int = 4000) -> str:
     frames = [f for f in traceback.extract_tb(e.__traceback__) if not any(n in f.filename for n in _NOISE)]
-    text = "".join(traceback.format_list(frames))
+    tb = "".join(traceback.format_list(frames))
     if frames:
-        text = "Traceback (most recent call last):\n" + text
-    text += "".join(traceback.format_exception_only(type(e), e))
-    text = _CANDIDATE_DIR.sub("", text)
-    return text if len(text) <= limit else "...\n" + text[-limit:]
+        tb = "Traceback (most recent call last):\n" + tb
+    tb = _CANDIDATE_DIR.sub("", tb)
+    msg = _CANDIDATE_DIR.sub("", "".join(traceback.format_exception_only(type(e), e)))
+    # The message matters most, and its head most of all: pybind11's "incompatible function arguments"
+    # names the signatures first and then prints every argument ("Invoked with: tensor([[...]])"),
+    # which cut from the front lost the signature on the H200 (FlashInfer-Bench's gqa solutions).
+    cut = msg.find("\nInvoked with:")
+    if cut >= 0 and len(msg) - cut > 400:
+        msg = msg[:cut + 400].rstrip() + " ... (the arguments' values left out)\n"
+    if len(msg) > limit * 3 // 4:
+        msg = msg[:limit // 2] + "\n...\n" + msg[-(limit // 4):]
+    room = limit - len(msg)
+    if len(tb) > room:
+        tb = "...\n" + tb[-max(room - 4, 0):] if room > 4 else ""
+    return tb + msg
