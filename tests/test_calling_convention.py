@@ -74,3 +74,25 @@ def test_a_long_message_keeps_its_head():
     except ValueError as e:
         text = candidate_traceback(e)
     assert len(text) <= 4000 and text.count("ValueError: xxx") == 1 and text.endswith("END\n")
+
+
+def test_outputs_left_unwritten_under_dps_are_named(tmp_path):
+    """FIB's rmsnorm_h128 solution on the H200: a run that takes the outputs but returns a new tensor
+    left every element NaN; the reason says the outputs were never written and which field to change."""
+    task = tmp_path / "rmsnorm"
+    shutil.copytree(TASKS / "rmsnorm", task, ignore=shutil.ignore_patterns("solutions"))
+    sol = tmp_path / "returns_instead"
+    sol.mkdir()
+    shutil.copy(TASKS / "rmsnorm" / "solutions" / "triton_rowwise.py", sol / "rowwise.py")
+    (sol / "main.py").write_text("from .rowwise import run as _run\n\n\n"
+                                 "def run(hidden_states, weight, eps, output):\n"
+                                 "    return _run(hidden_states, weight, eps)  # never writes output\n")
+    (sol / "solution.json").write_text(json.dumps({
+        "name": "returns_instead", "definition": "rmsnorm_bf16_h4096", "author": "test",
+        "spec": {"language": "triton", "target_hardware": ["cpu"], "entry_point": "main.py::run",
+                 "destination_passing_style": True},
+        "sources": [{"path": "main.py"}, {"path": "rowwise.py"}]}))
+    rep = eval_json(task, sol, extra=("--no-timing", "--no-peers"), tmp=tmp_path)
+    [s] = [x for x in rep["solutions"] if x["name"] == "returns_instead"]
+    assert s["status"] == "INCORRECT_NUMERICAL", s["reason"]
+    assert "disagree on NaN/Inf" in s["reason"] and "no element of any output was written" in s["reason"]

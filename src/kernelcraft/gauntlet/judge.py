@@ -86,6 +86,23 @@ def _merge(a: dict, b: dict) -> dict:
     return out
 
 
+def _untouched(outputs: list[Any]) -> bool:
+    """Every tensor output still holds, in every element, what :func:`_poison` filled it with."""
+    tensors = [o for o in outputs if isinstance(o, torch.Tensor) and o.numel()]
+    if not tensors:
+        return False
+    for t in tensors:
+        if t.dtype.is_floating_point:
+            if not bool(torch.isnan(t).all()):
+                return False
+        elif t.dtype == torch.bool:
+            if not bool(t.all()):
+                return False
+        elif not bool((t == torch.iinfo(t.dtype).min).all()):
+            return False
+    return True
+
+
 def _accepted_args(error: str) -> int | None:
     """How many positional arguments the solution's entry point takes, from the TypeError it raised
     when called (pybind11's "incompatible function arguments" with its first signature, or Python's
@@ -538,6 +555,11 @@ class Judge:
         # stress inputs: no atol below what the reference's own float32 math costs on them
         floor = atol_floor(self.d, self.reference, pristine, expected) if stress else None
         c = self._compare(called.outputs, expected, axes, pristine, floor)
+        if c.status != "PASSED" and self.subject.dps and _untouched(called.outputs):
+            c.reason += ("\n[calling-convention] no element of any output was written (each is still what the judge "
+                         "filled it with before the call): a run that returns its outputs instead of writing them? The "
+                         "solution's spec asks for destination-passing style; if run returns its outputs, set "
+                         "\"destination_passing_style\": false in the spec.")
         result = {"status": c.status, "gate": "correctness", "reason": c.reason, "max_abs_error": c.max_abs_error,
                   "max_rel_error": c.max_rel_error, "reference_precision": precision}
         if c.judge_ratio is not None:
