@@ -83,6 +83,12 @@ def _as_f64(value: Any, device: torch.device | str) -> torch.Tensor:
     return torch.tensor([float(value)], dtype=_F64)
 
 
+def _on(value: Any, device: torch.device | str) -> torch.Tensor:
+    if isinstance(value, torch.Tensor):
+        return value.detach().to(device=device)
+    return torch.tensor([float(value)], dtype=_F64)
+
+
 def _fail(reason: str) -> Check:
     return Check("INCORRECT_NUMERICAL", reason)
 
@@ -126,7 +132,9 @@ class Tolerance(Checker):
         for name in self.outputs:
             got, ref = ctx.got[name], ctx.expected[name]
             device = got.device if isinstance(got, torch.Tensor) else "cpu"
-            g, r = _as_f64(got, device), _as_f64(ref, device)
+            # on the device as they are: compare_values goes to float64 a chunk at a time (a float64 copy of
+            # a 2**31-element output is 17 GB)
+            g, r = _on(got, device), _on(ref, device)
             shape = tuple(g.shape) if isinstance(got, torch.Tensor) else (1,)
             tol = ctx.tolerance(name)
             c = compare_values(name, g, r, tol.atol, tol.rtol, shape, self.spec.min_matched_ratio)

@@ -116,8 +116,8 @@ COMPARE_CHUNK = 1 << 24  # elements compared at a time: the temporaries of 2**31
 def compare_values(name: str, got: torch.Tensor, ref: torch.Tensor, atol: float, rtol: float,
                     shape: tuple[int, ...], min_matched_ratio: float = 1.0) -> Check:
     """Element-wise check; with ``min_matched_ratio`` < 1 up to that share of elements may exceed the
-    tolerance (never a NaN/Inf disagreement). Compared :data:`COMPARE_CHUNK` elements at a time, so
-    an output of any size costs a bounded amount of memory beside it."""
+    tolerance (never a NaN/Inf disagreement). Compared in float64, :data:`COMPARE_CHUNK` elements at a
+    time, so an output of any size and dtype costs a bounded amount of memory beside it."""
     got = got.reshape(-1)
     ref = ref.reshape(-1)
     n = ref.numel()
@@ -129,7 +129,7 @@ def compare_values(name: str, got: torch.Tensor, ref: torch.Tensor, atol: float,
     max_abs = max_rel = 0.0
     worst: tuple[float, int] | None = None  # (score, index) of the element furthest past its tolerance
     for lo in range(0, n, COMPARE_CHUNK):
-        g, r = got[lo:lo + COMPARE_CHUNK], ref[lo:lo + COMPARE_CHUNK]
+        g, r = got[lo:lo + COMPARE_CHUNK].to(torch.float64), ref[lo:lo + COMPARE_CHUNK].to(torch.float64)
         ref_nan, got_nan = torch.isnan(r), torch.isnan(g)
         ref_inf, got_inf = torch.isinf(r), torch.isinf(g)
         special_bad = (ref_nan != got_nan) | ((ref_inf | got_inf) & ~(ref_nan | got_nan) & (g != r))
@@ -162,8 +162,9 @@ def compare_values(name: str, got: torch.Tensor, ref: torch.Tensor, atol: float,
     matched = 1.0 - n_bad / n
     if n_bad and matched < min_matched_ratio:
         i = worst[1]
-        abs_i = float((got[i] - ref[i]).abs())
-        rel_i = float((got[i] - ref[i]).abs() / ref[i].abs().clamp_min(tiny))
+        gi, ri = got[i].to(torch.float64), ref[i].to(torch.float64)
+        abs_i = float((gi - ri).abs())
+        rel_i = float((gi - ri).abs() / ri.abs().clamp_min(tiny))
         allowance = (f"; the contract requires {100 * min_matched_ratio:g}% of elements within it, "
                      f"{100 * matched:.4g}% are") if min_matched_ratio < 1.0 else ""
         return Check(
