@@ -86,6 +86,18 @@ def test_import_report_and_rules(imported):
     s = load_task(out / SAMPLING)
     assert [ck.kind for ck in s.contract.check] == ["sampling"] and not s.contract.integrity.deterministic
     assert s.contract.inputs["probs"].dist == "softmax"
+    readme = (out / MOE / "README.md").read_text()
+    assert "## Solutions" in readme and "`tvm_ffi_cuda_gemm` (cuda, entry `gemm.cu::run`" in readme
+    assert "destination-passing style (the outputs passed after the inputs)" in readme
+
+
+def test_a_solution_without_the_field_gets_flashinfer_benchs_default():
+    from kernelcraft.interop.fib import _solution_line
+
+    line = _solution_line({"name": "s", "spec": {"language": "cuda", "entry_point": "main.cpp::run", "binding": "torch"}})
+    assert "destination-passing style" in line and "FlashInfer-Bench's default (true) applies" in line
+    line = _solution_line({"name": "s", "spec": {"language": "triton", "destination_passing_style": False}})
+    assert "value-returning" in line and "default" not in line
 
 
 def test_drawn_index_inputs_satisfy_the_constraints(imported):

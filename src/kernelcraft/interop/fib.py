@@ -230,6 +230,19 @@ def _draw_smallest(task: Task, folder: Path) -> None:
                                  "fix the blob or the definition's constraints")) from None
 
 
+def _solution_line(data: dict) -> str:
+    """A solution's calling convention as FlashInfer-Bench reads its spec: ``destination_passing_style``
+    defaults to true (data/solution.py), so a spec that leaves it out gets the outputs after the inputs."""
+    spec = data.get("spec") or {}
+    given = "destination_passing_style" in spec
+    dps = bool(spec.get("destination_passing_style", True))
+    how = ("destination-passing style (the outputs passed after the inputs)" if dps
+           else "value-returning (run returns its outputs)")
+    note = "" if given else "; the spec does not say, so FlashInfer-Bench's default (true) applies"
+    return (f"- `{data.get('name')}` ({spec.get('language', '?')}, entry `{spec.get('entry_point', '?')}`"
+            f"{', binding ' + spec['binding'] if spec.get('binding') else ''}): {how}{note}\n")
+
+
 def _readme(dataset: Path, def_file: Path, definition: dict, wl_files: list[Path], lines: list[str], sols: list,
             notes: list[str], dist_why: dict[str, str], rewritten: dict[str, int],
             dropped: list[tuple[str, str]] = (), total: int = 0) -> str:
@@ -247,6 +260,8 @@ def _readme(dataset: Path, def_file: Path, definition: dict, wl_files: list[Path
         "`speedup_vs_baseline` equals the speedup over the reference until a real baseline replaces it.\n"
         "\n## The contract (FlashInfer-Bench's rules, `contract.toml`)\n\n" + "\n".join(notes) + "\n"
     )
+    if sols:
+        text += "\n## Solutions\n\n" + "".join(_solution_line(data) for _, data in sols)
     if dist_why:
         text += "\n## Index inputs\n\n" + "".join(f"- `{k}`: {v}\n" for k, v in dist_why.items())
         text += ("\nThese rules draw the inputs of holdout shapes and of workloads whose blob is missing; a workload "
