@@ -51,7 +51,7 @@ step() {  # step NAME LIMIT_S CMD...: run unless the deadline is near, log, reco
 
 for model in llama3-8b qwen3-next; do
   layers=2; [ "$model" = qwen3-next ] && layers=4
-  step "capture_${model}_eager" 60 python3 -m kernelcraft capture "$model" --layers "$layers" --seq "$SEQ" \
+  step "capture_${model}_eager" 90 python3 -m kernelcraft capture "$model" --layers "$layers" --seq "$SEQ" \
     --device cuda --top "$TOP" --iters 5 --out "$OUT/capture/${model}-eager"
   step "capture_${model}_compile" 120 python3 -m kernelcraft capture "$model" --layers "$layers" --seq "$SEQ" \
     --device cuda --top "$TOP" --iters 5 --compile --out "$OUT/capture/${model}-compile"
