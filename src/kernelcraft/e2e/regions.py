@@ -56,6 +56,7 @@ KINDS = (*NORM_KINDS, *G.KINDS)
 # the phases a kind's region runs in (a gdn_prefill region is the chunked rule: prefill only; gdn_decode the
 # recurrent one, called for one token with a cache: decode only)
 PHASES_OF = {"gdn_prefill": ("prefill",), "gdn_decode": ("decode",)}
+PHASES_OF_ALL = ("prefill", "decode")
 RANGE = "kc::{}"  # the profiler range of a region's stock implementation
 
 
