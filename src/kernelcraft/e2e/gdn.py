@@ -99,7 +99,7 @@ def _source(cls) -> tuple[ast.Module, str, object]:
     raw = inspect.unwrap(fn)
     try:
         src = textwrap.dedent(inspect.getsource(fn))
-        where = f"{inspect.getsourcefile(fn)}:{inspect.getsourcelines(fn)[1]}"
+        where = f"{inspect.getsourcefile(raw)}:{inspect.getsourcelines(raw)[1]}"
     except (OSError, TypeError) as e:
         raise GDNPatchError(f"{cls.__name__}.forward: its source cannot be read ({e})") from None
     return ast.parse(src), where, raw
@@ -218,7 +218,8 @@ class GDNRegion(torch.nn.Module):
                 return self.fn(query, key, value, **kw)
             with torch.profiler.record_function(f"kc::{self.kind}"):
                 return self.fn(query, key, value, **kw)
-        self.calls += 1
+        if not torch.compiler.is_compiling():  # (a Python counter under dynamo: a guard, a recompile per call)
+            self.calls += 1
         if self.op_interface == "model":
             params = inspect.signature(self.op).parameters
             if not any(p.kind is p.VAR_KEYWORD for p in params.values()):
@@ -264,6 +265,9 @@ class GDNRegion(torch.nn.Module):
     def kernel(self, query, key, value, extra, **kw):
         args = self.op_args(query, key, value, extra, **kw)
         out, new_state = self.op(*args)
+        # the model's dtype (the definition's bf16 output): the op's fake implementation is the reference,
+        # which returns float32 math, so under torch.compile the traced output would be float32 otherwise
+        out = out.to(value.dtype)
         if self.kind == "gdn_prefill":
             out = out.view(*query.shape[:2], *out.shape[1:])
         return out, (new_state.transpose(-1, -2) if kw.get("output_final_state") else None)
