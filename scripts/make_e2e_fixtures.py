@@ -81,8 +81,8 @@ GDN = {
 def make_gdn(name: str) -> tuple[Path, Path]:
     """A gdn task folder with only the tiny Qwen3-Next's shapes as workloads, its Triton solution
     evaluated on the CPU into a record (the definition, its constant axes included, is the task's)."""
-    from safetensors.torch import save_file
     import torch
+    from safetensors.torch import save_file
 
     sol, workloads = GDN[name]
     out = DEST / name

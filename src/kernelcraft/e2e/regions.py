@@ -621,11 +621,13 @@ def annotated(model: torch.nn.Module):
             r.annotate = False
 
 
-def region_inputs(kind: str, tokens: int, config, device: str, dtype: torch.dtype, seed: int = 0, batch: int = 1):
+def region_inputs(kind: str, tokens: int, config, device: str, dtype: torch.dtype, seed: int = 0, batch: int = 1,
+                  region=None):
     """Random inputs of one region call at ``tokens`` rows (the model's own shapes), for isolated timing: a
     tuple of positional arguments, for a gdn kind a :class:`Call` (``batch`` sequences of tokens / batch)."""
     if kind in G.KINDS:
-        return Call(*G.region_inputs(kind, tokens, batch, config, device, dtype, seed))
+        return Call(*G.region_inputs(kind, tokens, batch, config, device, dtype, seed,
+                                     pre_repeated=getattr(region, "pre_repeated", False)))
     g = torch.Generator().manual_seed(seed)
     h = config.hidden_size
 

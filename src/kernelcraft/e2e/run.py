@@ -103,7 +103,7 @@ def by_kind(pkgs: list) -> dict:
 
 def _region_args(kind: str, region, tokens: int, config, device: str, dtype, batch: int = 1) -> tuple:
     """The exported op's arguments for one region call at ``tokens`` rows (the envelope check)."""
-    x = R.region_inputs(kind, tokens, config, device, dtype, batch=batch)
+    x = R.region_inputs(kind, tokens, config, device, dtype, batch=batch, region=region)
     if kind in R.G.KINDS:
         return region.op_args(*x.args, {k: x.kwargs[k] for k in R.G.EXTRA},
                               **{k: v for k, v in x.kwargs.items() if k not in R.G.EXTRA})
@@ -129,7 +129,7 @@ def check_fit(pkgs: dict, stock_regions: dict, config, tokens: dict[str, int], d
                 problems.append(f"{pkg.__name__} ({kind}) at the {phase} shape ({t} tokens): {miss[1]}")
         if not mine:
             continue
-        x = R.region_inputs(kind, min(mine.values()), config, device, dtype, seed=1, batch=batch)
+        x = R.region_inputs(kind, min(mine.values()), config, device, dtype, seed=1, batch=batch, region=region)
         with torch.no_grad():
             if kind in R.G.KINDS:  # the model's function vs the reference on the adapted arguments
                 # output_final_state to compare the states too; beta = sigmoid(b) in float32 as the op makes
@@ -314,8 +314,8 @@ def _run(pkg_list: list, opts: E2EOptions) -> dict:
             # each kind alone, on the phase's shape
             iso: dict = {}
             for k in pkgs:
-                x = R.region_inputs(k, tokens[phase], config, opts.device, dtype, seed=2, batch=opts.batch)
                 s_r, k_r = stock_regions[k], kernel_regions[k]
+                x = R.region_inputs(k, tokens[phase], config, opts.device, dtype, seed=2, batch=opts.batch, region=s_r)
                 fns = {"stock": lambda s_r=s_r, x=x: R.call(s_r, x), "kernel": lambda k_r=k_r, x=x: R.call(k_r, x)}
                 if opts.compile and opts.compile_backend == "inductor":  # aot_eager runs the same aten ops
                     for name, mod in (("stock_compiled", s_r), ("kernel_compiled", k_r)):
