@@ -124,11 +124,18 @@ def test_e2e_run_with_the_gdn_kernels(request, under_interpreter):
     the model's function), runs in its own phase only, every call the kernel; Amdahl beside the measurement."""
     if ran_in_the_interpreter(request, under_interpreter):
         return
+    from transformers.models.qwen3_next import modeling_qwen3_next as Q
+
+    from kernelcraft.e2e import gdn as G
     from kernelcraft.e2e.run import E2EOptions, run_e2e
 
     pkgs = request.getfixturevalue("pkgs")
+    # the peer rows' plumbing with a stand-in for FLA (not installed here): transformers' torch functions,
+    # called as the model calls FLA's
+    mp = request.getfixturevalue("monkeypatch")
+    mp.setattr(G, "fla_functions", lambda: {k: G.model_function(Q.Qwen3NextGatedDeltaNet, k, "torch") for k in G.KINDS})
     rec = run_e2e(list(pkgs.values()), E2EOptions(model="qwen3-next-gdn-tiny", batch=2, seq=8, compile=False,
-                                                  budget_ms=1, reps=1, profile_iters=1))
+                                                  budget_ms=1, reps=1, profile_iters=1, peers=("fla",)))
     json.dumps(rec)
     assert all(v["reference_vs_model_region_bad_elements"] == [0, 0] for v in rec["kernels"].values()), rec["kernels"]
     gdn = rec["model"]["patch"]["gdn"]
@@ -141,7 +148,9 @@ def test_e2e_run_with_the_gdn_kernels(request, under_interpreter):
         assert c["dispatch"][kind]["fallback"] == 0 and 0 < c["max_abs_logit_diff"] < 0.05 * c["max_abs_logit"], c
         assert list(ph["isolated"]) == [kind] and ph["prediction"]["eager"]["amdahl_speedup"] > 0
         assert ph["dispatch_during_timing"][kind]["fallback"] == 0
-        assert "eager_speedup" in ph["measured"]
+        assert "eager_speedup" in ph["measured"] and "eager_speedup_fla" in ph["measured"]
+        assert {"eager", "eager+kernels", "eager+fla"} <= set(ph["latency_ms"])
+        assert ph["peers"]["fla"]["max_abs_logit_diff"] == 0  # the stand-in is the stock function itself
 
 
 def test_settings_the_op_does_not_compute_are_refused(tiny, pkgs):

@@ -51,8 +51,8 @@ import torch
 
 from kernelcraft.e2e import gdn as G
 
-NORM_KINDS = ("rmsnorm", "fused_add_rmsnorm", "silu_mul")
-KINDS = (*NORM_KINDS, *G.KINDS)
+LAYER_KINDS = ("rmsnorm", "fused_add_rmsnorm", "silu_mul")  # the kinds of every Llama-style decoder
+KINDS = (*LAYER_KINDS, *G.KINDS)
 # the phases a kind's region runs in (a gdn_prefill region is the chunked rule: prefill only; gdn_decode the
 # recurrent one, called for one token with a cache: decode only)
 PHASES_OF = {"gdn_prefill": ("prefill",), "gdn_decode": ("decode",)}
