@@ -53,7 +53,7 @@ def test_stock_regions_in_the_fused_layout_equal_the_model_bit_for_bit(tiny):
     from kernelcraft.e2e import regions as R
 
     m = copy.deepcopy(tiny.model)
-    placed = R.patch(m, {}, stock=R.KINDS)
+    placed = R.patch(m, {}, stock=R.LAYER_KINDS)
     # 2 layers: layer 0's input norm is plain; post-attention x2, layer 1's input, the final norm fused
     assert placed["regions"] == {"rmsnorm": 1, "fused_add_rmsnorm": 4, "silu_mul": 2}, placed
     for phase in ("prefill", "decode"):

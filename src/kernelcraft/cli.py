@@ -749,6 +749,11 @@ def e2e_cmd(
     reps: Annotated[int, typer.Option(help="minimum timed repetitions per function")] = 10,
     seed: Annotated[int, typer.Option(help="weights and token ids")] = 0,
     json_path: Annotated[Path | None, typer.Option("--json", help="write the kc-e2e/2 record here")] = None,
+    gdn_function: Annotated[str, typer.Option(help="what the stock model's gated delta rule calls: model (as "
+                                                   "transformers resolved it: FLA's when fla imports) or torch "
+                                                   "(transformers' torch fallback)")] = "model",
+    peer: Annotated[list[str] | None, typer.Option(help="extra rows with a peer's gated delta rule: fla "
+                                                        "(flash-linear-attention's functions)")] = None,
 ) -> None:
     """Exported kernels inside a transformers model: eager and compiled, prefill and decode, end-to-end
     latency next to the Amdahl prediction."""
@@ -762,7 +767,8 @@ def e2e_cmd(
         raise typer.Exit(2)
     opts = E2EOptions(model=model, layers=layers, batch=batch, seq=seq, device=_device(device), dtype=dtype,
                       phases=tuple(phase or PHASES), compile=not no_compile, compile_backend=compile_backend,
-                      budget_ms=budget_ms, profile_iters=profile_iters, reps=reps, seed=seed)
+                      budget_ms=budget_ms, profile_iters=profile_iters, reps=reps, seed=seed,
+                      gdn_function=gdn_function, peers=tuple(peer or ()))
     try:
         with tempfile.TemporaryDirectory(prefix="kc_e2e_") as tmp:
             for i, c in enumerate(candidates):
@@ -852,7 +858,17 @@ def _print_e2e(rec: dict) -> None:
                          f"scale {off['max_rel_rounding']:.2g})" if off else "")
                       + "".join(f"; {len(v)} {cls} left: {why}" for (cls, why), v in left.items()),
                       highlight=False, markup=False)
+    gdn = m["patch"].get("gdn")
+    if gdn:
+        console.print(f"  gated delta rule: {len(gdn['layers'])} layers; the model calls "
+                      + ", ".join(f"{k}: {v}" for k, v in gdn.get("model_function", {}).items())
+                      + f"; stock regions call the {gdn.get('stock_function')} function"
+                      + ("; adapted to the op: " + " | ".join(gdn["adaptation"]) if gdn.get("adaptation") else ""),
+                      highlight=False, markup=False)
     for phase, ph in rec["phases"].items():
+        if ph.get("skipped"):
+            console.print(f"{phase}: skipped ({ph['skipped']})", highlight=False, markup=False)
+            continue
         c = ph["correctness"]
         if not c["kernels_ran"]:
             console.print(f"[bold red]{phase}: a kernel never ran[/] ({escape(json.dumps(c['dispatch']))}); "
@@ -891,6 +907,9 @@ def _print_e2e(rec: dict) -> None:
             console.print(f"  compiled with the kernels is slower: {why}", highlight=False, markup=False)
         console.print(f"  logits: max |diff| {c['max_abs_logit_diff']:.4g} (max |logit| {c['max_abs_logit']:.4g}), "
                       f"argmax agreement {c['argmax_agreement']:.1%}", highlight=False, markup=False)
+        for peer, pc in ph.get("peers", {}).items():
+            console.print(f"  peer {peer}: logits max |diff| vs stock {pc['max_abs_logit_diff']:.4g}, vs the kernels "
+                          f"{pc['vs_kernels_max_abs_logit_diff']:.4g}", highlight=False, markup=False)
 
 
 def _fmt(x: float | None, spec: str = ".3f") -> str:

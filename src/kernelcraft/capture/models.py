@@ -41,6 +41,19 @@ PRESETS: dict[str, tuple[str, dict]] = {
                                        "linear_num_value_heads": 4, "linear_num_key_heads": 2,
                                        "linear_key_head_dim": 16, "linear_value_head_dim": 16,
                                        "max_position_embeddings": 512}),
+    # the tiny model with the gated delta-net heads of the gdn_prefill / gdn_decode tasks (Qwen3-Next-80B's
+    # per GPU under tensor parallelism 4: 4 q/k heads, 8 value heads, head size 128), so their exported
+    # kernels fit its linear-attention layers
+    "qwen3-next-gdn-tiny": ("qwen3_next", {"hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 4,
+                                           "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 16,
+                                           "vocab_size": 512, "num_experts": 8, "num_experts_per_tok": 2,
+                                           "moe_intermediate_size": 32, "shared_expert_intermediate_size": 32,
+                                           "linear_num_value_heads": 8, "linear_num_key_heads": 4,
+                                           "linear_key_head_dim": 128, "linear_value_head_dim": 128,
+                                           "max_position_embeddings": 512}),
+    # Qwen3-Next-80B-A3B's dimensions with its linear-attention heads as one GPU of TP4 holds them (the
+    # gdn tasks' shapes); the full-attention and MoE layers whole
+    "qwen3-next-tp4": ("qwen3_next", {"num_hidden_layers": 4, "linear_num_key_heads": 4, "linear_num_value_heads": 8}),
 }
 
 

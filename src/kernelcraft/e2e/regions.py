@@ -49,12 +49,37 @@ from typing import NamedTuple
 
 import torch
 
-KINDS = ("rmsnorm", "fused_add_rmsnorm", "silu_mul")
+from kernelcraft.e2e import gdn as G
+
+LAYER_KINDS = ("rmsnorm", "fused_add_rmsnorm", "silu_mul")  # the kinds of every Llama-style decoder
+KINDS = (*LAYER_KINDS, *G.KINDS)
+# the phases a kind's region runs in (a gdn_prefill region is the chunked rule: prefill only; gdn_decode the
+# recurrent one, called for one token with a cache: decode only)
+PHASES_OF = {"gdn_prefill": ("prefill",), "gdn_decode": ("decode",)}
+PHASES_OF_ALL = ("prefill", "decode")
 RANGE = "kc::{}"  # the profiler range of a region's stock implementation
 
 
 class PatchError(Exception):
     """The model's code is not the pattern a region replaces, or a package fits no region."""
+
+
+class Call(NamedTuple):
+    """A region call's positional and keyword arguments (the gdn regions take the model's keywords)."""
+
+    args: tuple
+    kwargs: dict
+
+
+def call(region, x):
+    """``region(*x)``, or ``region(*x.args, **x.kwargs)`` for a :class:`Call`."""
+    if isinstance(x, Call):
+        return region(*x.args, **x.kwargs)
+    return region(*x)
+
+
+def first_shape(x) -> list[int]:
+    return list((x.args if isinstance(x, Call) else x)[0].shape)
 
 
 class Pending(NamedTuple):
@@ -67,6 +92,12 @@ class Pending(NamedTuple):
 # -- which region an exported op replaces --------------------------------------------------------------
 def kind_of(definition: dict) -> str:
     """The region kind of an exported op, from its definition's interface (op_type, tensor ranks, outputs)."""
+    try:
+        g = G.kind_of(definition)
+    except G.GDNPatchError as e:
+        raise PatchError(str(e)) from None
+    if g is not None:
+        return g
     ins = definition["inputs"]
     ranks = [len(s["shape"]) for s in ins.values() if s.get("shape") is not None]
     scalars = [n for n, s in ins.items() if s.get("shape") is None]
@@ -81,7 +112,8 @@ def kind_of(definition: dict) -> str:
     raise PatchError(f"definition {definition.get('name')!r} (op_type {op_type!r}, tensor ranks {ranks}, "
                      f"{len(scalars)} scalar(s), {n_out} output(s)) fits no region e2e can replace: "
                      "rmsnorm(x[T,H], weight[H], eps) -> out, fused_add_rmsnorm(x[T,H], residual[T,H], weight[H], "
-                     "eps) -> (out, residual_out), or silu_mul(x[T,2I]) -> out[T,I]")
+                     "eps) -> (out, residual_out), silu_mul(x[T,2I]) -> out[T,I], or the gated delta rule (gdn_prefill, "
+                     "gdn_decode)")
 
 
 # -- the code patterns a region reproduces ---------------------------------------------------------------
@@ -467,19 +499,32 @@ def _left_why(name: str, norm, stream: set, kinds: set, first_input: int | None,
     return "not a residual-stream norm e2e places a region on"
 
 
-def patch(model: torch.nn.Module, kernels: dict[str, object] | None = None, stock: tuple[str, ...] = ()) -> dict:
+def patch(model: torch.nn.Module, kernels: dict[str, object] | None = None, stock: tuple[str, ...] = (),
+          gdn_function: str = "model") -> dict:
     """Place regions into ``model`` in place: kind -> op for each kind in ``kernels``, the stock
     implementation (annotatable, the same ops) for each kind in ``stock``; other code stays as it is.
 
     The layers are restructured (the residual stream layout) when ``fused_add_rmsnorm`` is among the
     kinds. Returns the layout and, per kind, the number of regions placed; ``norms``: every norm module
     of the model, the region that replaced it or why it was left; ``offset_scale`` when an offset
-    (``1 + weight``) norm was replaced: how its scale was made and the largest rounding of it."""
+    (``1 + weight``) norm was replaced: how its scale was made and the largest rounding of it; ``gdn`` when a
+    gated-delta-rule kind is placed: per linear-attention layer its regions, the function the model calls,
+    and how the op's interface was adapted (``gdn.py``). ``gdn_function``: what a stock gdn region calls,
+    ``model`` (the function transformers resolved: FLA's when it imports) or ``torch`` (its fallback)."""
     ops = dict(kernels or {})
     kinds = set(ops) | set(stock)
     unknown = kinds - set(KINDS)
     if unknown:
         raise PatchError(f"unknown region kind(s) {sorted(unknown)}; use {list(KINDS)}")
+    gdn_ops = {k: v for k, v in ops.items() if k in G.KINDS}
+    gdn_stock = tuple(k for k in stock if k in G.KINDS)
+    ops = {k: v for k, v in ops.items() if k not in G.KINDS}
+    stock = tuple(k for k in stock if k not in G.KINDS)
+    kinds -= set(G.KINDS)
+    try:
+        gdn = G.patch_layers(model, gdn_ops, gdn_stock, gdn_function)
+    except G.GDNPatchError as e:
+        raise PatchError(str(e)) from None
     restructure = "fused_add_rmsnorm" in kinds
     inner, layers = _decoder(model)
     all_norms = [(n, m) for n, m in model.named_modules() if _is_any_norm(m)]
@@ -534,10 +579,14 @@ def patch(model: torch.nn.Module, kernels: dict[str, object] | None = None, stoc
         else:
             entry.update(region=None, left=_left_why(name, m, stream, kinds, first_input, hidden))
         norms.append(entry)
+    counts.update(gdn.get("counts", {}))
+    all_kinds = kinds | set(gdn.get("counts", {}))
     out = {"layout": "residual stream (each norm does the residual add before it, as vLLM runs it)" if restructure
            else "transformers' own", "layer_forms": sorted(set(forms)),
-           "regions": {k: counts[k] for k in KINDS if k in kinds},
-           "kernel_regions": sum(counts[k] for k in ops), "norms": norms}
+           "regions": {k: counts[k] for k in KINDS if k in all_kinds},
+           "kernel_regions": sum(counts[k] for k in [*ops, *gdn_ops]), "norms": norms}
+    if gdn:
+        out["gdn"] = gdn
     offset = [r for r in placed_norms.values() if r.scale is not None]
     if offset:
         rel = 0.0
@@ -555,8 +604,8 @@ def patch(model: torch.nn.Module, kernels: dict[str, object] | None = None, stoc
     return out
 
 
-def regions(model: torch.nn.Module) -> list[_Region]:
-    return [m for m in model.modules() if isinstance(m, _Region)]
+def regions(model: torch.nn.Module) -> list:
+    return [m for m in model.modules() if isinstance(m, _Region | G.GDNRegion)]
 
 
 @contextlib.contextmanager
@@ -572,8 +621,13 @@ def annotated(model: torch.nn.Module):
             r.annotate = False
 
 
-def region_inputs(kind: str, tokens: int, config, device: str, dtype: torch.dtype, seed: int = 0) -> tuple:
-    """Random inputs of one region call at ``tokens`` rows (the model's own shapes), for isolated timing."""
+def region_inputs(kind: str, tokens: int, config, device: str, dtype: torch.dtype, seed: int = 0, batch: int = 1,
+                  region=None):
+    """Random inputs of one region call at ``tokens`` rows (the model's own shapes), for isolated timing: a
+    tuple of positional arguments, for a gdn kind a :class:`Call` (``batch`` sequences of tokens / batch)."""
+    if kind in G.KINDS:
+        return Call(*G.region_inputs(kind, tokens, batch, config, device, dtype, seed,
+                                     pre_repeated=getattr(region, "pre_repeated", False)))
     g = torch.Generator().manual_seed(seed)
     h = config.hidden_size
 

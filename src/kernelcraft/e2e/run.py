@@ -61,6 +61,10 @@ class E2EOptions:
     reps: int = 10  # the timer's minimum repetitions per function (CPU tests: fewer)
     seed: int = 0
     packages: list[str] = field(default_factory=list)
+    # gated delta rule: what the stock model's regions call ("model": what transformers resolved, FLA's when
+    # it imports; "torch": transformers' torch fallback even then), and peers run as extra rows ("fla")
+    gdn_function: str = "model"
+    peers: tuple[str, ...] = ()
 
 
 def load_package(spec: str):
@@ -97,9 +101,12 @@ def by_kind(pkgs: list) -> dict:
     return out
 
 
-def _region_args(kind: str, region, tokens: int, config, device: str, dtype) -> tuple:
+def _region_args(kind: str, region, tokens: int, config, device: str, dtype, batch: int = 1) -> tuple:
     """The exported op's arguments for one region call at ``tokens`` rows (the envelope check)."""
-    x = R.region_inputs(kind, tokens, config, device, dtype)
+    x = R.region_inputs(kind, tokens, config, device, dtype, batch=batch, region=region)
+    if kind in R.G.KINDS:
+        return region.op_args(*x.args, {k: x.kwargs[k] for k in R.G.EXTRA},
+                              **{k: v for k, v in x.kwargs.items() if k not in R.G.EXTRA})
     if kind == "rmsnorm":
         return (x[0], region.weight, region.eps)
     if kind == "fused_add_rmsnorm":
@@ -108,25 +115,40 @@ def _region_args(kind: str, region, tokens: int, config, device: str, dtype) -> 
     return (gu,)
 
 
-def check_fit(pkgs: dict, stock_regions: dict, config, tokens: dict[str, int], device: str, dtype) -> dict:
+def check_fit(pkgs: dict, stock_regions: dict, config, tokens: dict[str, int], device: str, dtype,
+              batch: int = 1) -> dict:
     """Every package validated for every shape the phases feed it, and its reference computes the
     model's region (the stock region on the same inputs, within the export's tolerance)."""
     problems, checked = [], {}
     for kind, pkg in pkgs.items():
         region = stock_regions[kind]
-        for phase, t in tokens.items():
-            miss = pkg._exported.check(_region_args(kind, region, t, config, device, dtype))
+        mine = {p: t for p, t in tokens.items() if p in R.PHASES_OF.get(kind, R.PHASES_OF_ALL)}
+        for phase, t in mine.items():
+            miss = pkg._exported.check(_region_args(kind, region, t, config, device, dtype, batch))
             if miss:
                 problems.append(f"{pkg.__name__} ({kind}) at the {phase} shape ({t} tokens): {miss[1]}")
-        x = R.region_inputs(kind, min(tokens.values()), config, device, dtype, seed=1)
+        if not mine:
+            continue
+        x = R.region_inputs(kind, min(mine.values()), config, device, dtype, seed=1, batch=batch, region=region)
         with torch.no_grad():
-            want = region(*x)
-            args = _region_args(kind, region, x[0].shape[0], config, device, dtype)
-            if kind == "silu_mul":  # the reference on [gate | up] of the same input
-                args = (torch.cat([region.gate_proj(x[0]), region.up_proj(x[0])], -1),)
+            if kind in R.G.KINDS:  # the model's function vs the reference on the adapted arguments
+                # output_final_state to compare the states too; beta = sigmoid(b) in float32 as the op makes
+                # it (the model rounds it to its dtype first: gdn.ADAPTATION, in the logits comparison)
+                x = R.Call(x.args, {**x.kwargs, "output_final_state": True,
+                                    "beta": x.kwargs["kc_b"].float().sigmoid()})
+                want = R.call(region, x)
+                args = region.op_args(*x.args, {k: x.kwargs[k] for k in R.G.EXTRA},
+                                      **{k: v for k, v in x.kwargs.items() if k not in R.G.EXTRA})
+                got = pkg.reference(*args)
+                got = (got[0].reshape(want[0].shape), got[1].transpose(-1, -2))
             else:
-                args = (*x, *args[len(x):])
-            got = pkg.reference(*args)
+                want = region(*x)
+                args = _region_args(kind, region, x[0].shape[0], config, device, dtype)
+                if kind == "silu_mul":  # the reference on [gate | up] of the same input
+                    args = (torch.cat([region.gate_proj(x[0]), region.up_proj(x[0])], -1),)
+                else:
+                    args = (*x, *args[len(x):])
+                got = pkg.reference(*args)
         want = want if isinstance(want, tuple) else (want,)
         got = got if isinstance(got, tuple) else (got,)
         tol = list(pkg.export_info["tolerance"].values())
@@ -187,12 +209,26 @@ def _run(pkg_list: list, opts: E2EOptions) -> dict:
         raise E2EError(str(e)) from None
     stock = subject.model
     config = stock.config
-    shared = {id(t): t for t in [*stock.parameters(), *stock.buffers()]}  # copies share the weights
-    patched, layout = copy.deepcopy(stock, memo=dict(shared)), copy.deepcopy(stock, memo=dict(shared))
+    gdn_kinds = tuple(k for k in pkgs if k in R.G.KINDS)
+    if opts.gdn_function not in ("model", "torch"):
+        raise E2EError(f"--gdn-function {opts.gdn_function}: use model or torch")
+    bad_peers = [p for p in opts.peers if p != "fla"]
+    if bad_peers or (opts.peers and not gdn_kinds):
+        raise E2EError(f"--peer {', '.join(opts.peers)}: the one peer is fla, for the gated delta rule kinds "
+                       "(give a gdn_prefill or gdn_decode package)")
     try:
-        placed = R.patch(patched, ops)
-        R.patch(layout, {}, stock=tuple(pkgs))
-    except R.PatchError as e:
+        if gdn_kinds and opts.gdn_function != "model":  # the stock model's own rule calls, as asked
+            R.patch(stock, {}, stock=gdn_kinds, gdn_function=opts.gdn_function)
+        shared = {id(t): t for t in [*stock.parameters(), *stock.buffers()]}  # copies share the weights
+        patched, layout = copy.deepcopy(stock, memo=dict(shared)), copy.deepcopy(stock, memo=dict(shared))
+        placed = R.patch(patched, ops, gdn_function=opts.gdn_function)
+        R.patch(layout, {}, stock=tuple(pkgs), gdn_function=opts.gdn_function)
+        peers = {}
+        for peer in opts.peers:
+            peers[peer] = copy.deepcopy(stock, memo=dict(shared))
+            fns = R.G.fla_functions()
+            R.G.patch_layers(peers[peer], {k: fns[k] for k in gdn_kinds}, (), opts.gdn_function, op_interface="model")
+    except (R.PatchError, R.G.GDNPatchError) as e:
         raise E2EError(str(e)) from None
     stock_regions = {}
     for r in R.regions(layout):
@@ -202,7 +238,7 @@ def _run(pkg_list: list, opts: E2EOptions) -> dict:
         kernel_regions.setdefault(r.kind, r)
     tokens = {"prefill": opts.batch * opts.seq, "decode": opts.batch}
     tokens = {p: tokens[p] for p in opts.phases}
-    fit = check_fit(pkgs, stock_regions, config, tokens, opts.device, dtype)
+    fit = check_fit(pkgs, stock_regions, config, tokens, opts.device, dtype, opts.batch)
     env = environment(opts.device)
     env["libs"]["transformers"] = subject.describe.get("transformers")
     record: dict = {
@@ -215,7 +251,7 @@ def _run(pkg_list: list, opts: E2EOptions) -> dict:
                         "envelope": {x: p.export_info["envelope"][x] for x in ("device_type", "hardware", "dtypes",
                                                                                "const_axes", "var_axes")},
                         "evaluation": {x: p.export_info["provenance"].get(x) for x in (
-                            "evidence", "seed", "evaluated_at", "harness_version")}, **fit[k]}
+                            "evidence", "seed", "evaluated_at", "harness_version")}, **fit.get(k, {})}
                     for k, p in pkgs.items()},
         "model": {**subject.describe, "spec": opts.model, "dtype": opts.dtype, "batch": opts.batch, "seq": opts.seq,
                   "patch": placed},
@@ -232,6 +268,13 @@ def _run(pkg_list: list, opts: E2EOptions) -> dict:
         torch._dynamo.reset()
         ph: dict = {"tokens": tokens[phase], "wall_s": {}}
         record["phases"][phase] = ph
+        all_pkgs = pkgs
+        pkgs = {k: p for k, p in all_pkgs.items() if phase in R.PHASES_OF.get(k, R.PHASES_OF_ALL)}  # noqa: PLW2901
+        if not pkgs:
+            ph["skipped"] = (f"no kernel given runs in {phase}: " + ", ".join(
+                f"{k} runs in {'/'.join(R.PHASES_OF.get(k, R.PHASES_OF_ALL))} only" for k in all_pkgs))
+            pkgs = all_pkgs
+            continue
         clock = [time.perf_counter()]
 
         def lap(name, ph=ph, clock=clock):  # where a phase's wall time went (device scripts budget by it)
@@ -243,6 +286,9 @@ def _run(pkg_list: list, opts: E2EOptions) -> dict:
             ph["layout_bit_exact"] = bool(torch.equal(step(layout, phase)(), ref))
             for p in pkgs.values():
                 p.reset_stats()
+            for r in R.regions(patched):
+                if isinstance(r, R.G.GDNRegion):
+                    r.calls = 0
             got = step(patched, phase)()
             err = (got.float() - ref.float()).abs()
             ph["correctness"] = {
@@ -252,38 +298,54 @@ def _run(pkg_list: list, opts: E2EOptions) -> dict:
                 "dispatch": {k: p.stats() for k, p in pkgs.items()},
                 "kernels_ran": all(p.stats()["kernel"] > 0 for p in pkgs.values()),
             }
+            if any(k in R.G.KINDS for k in pkgs):
+                ph["correctness"]["gdn_region_kernel_calls"] = {
+                    k: sum(r.calls for r in R.regions(patched) if r.kind == k) for k in pkgs if k in R.G.KINDS}
+            for peer, pm in peers.items():
+                got_p = step(pm, phase)().float()
+                err_p = (got_p - ref.float()).abs()
+                ph.setdefault("peers", {})[peer] = {
+                    "max_abs_logit_diff": err_p.max().item(), "mean_abs_logit_diff": err_p.mean().item(),
+                    "argmax_agreement": (got_p.argmax(-1) == ref.argmax(-1)).float().mean().item(),
+                    "vs_kernels_max_abs_logit_diff": (got_p - got.float()).abs().max().item(),
+                    "functions": {k: f"{getattr(f, '__module__', '?')}.{getattr(f, '__name__', '?')}"
+                                  for k, f in R.G.fla_functions().items() if k in pkgs}}
             lap("correctness")
             # each kind alone, on the phase's shape
             iso: dict = {}
             for k in pkgs:
-                x = R.region_inputs(k, tokens[phase], config, opts.device, dtype, seed=2)
                 s_r, k_r = stock_regions[k], kernel_regions[k]
-                fns = {"stock": lambda s_r=s_r, x=x: s_r(*x), "kernel": lambda k_r=k_r, x=x: k_r(*x)}
+                x = R.region_inputs(k, tokens[phase], config, opts.device, dtype, seed=2, batch=opts.batch, region=s_r)
+                fns = {"stock": lambda s_r=s_r, x=x: R.call(s_r, x), "kernel": lambda k_r=k_r, x=x: R.call(k_r, x)}
                 if opts.compile and opts.compile_backend == "inductor":  # aot_eager runs the same aten ops
                     for name, mod in (("stock_compiled", s_r), ("kernel_compiled", k_r)):
                         try:
                             cm = torch.compile(mod, backend=opts.compile_backend, fullgraph=True, dynamic=False)
-                            cm(*x)
-                            fns[name] = lambda cm=cm, x=x: cm(*x)
+                            R.call(cm, x)
+                            fns[name] = lambda cm=cm, x=x: R.call(cm, x)
                         except Exception as e:  # noqa: BLE001 - recorded; the eager numbers stand
                             iso.setdefault(k, {})[f"{name}_error"] = f"{type(e).__name__}: {str(e)[:300]}"
                 t = time_interleaved(fns, opts.device, use_graphs=False, **timer)
                 e = iso.setdefault(k, {})
-                e.update(shape=list(x[0].shape), **{f"{n}_ms": _ms(v) for n, v in t.items()})
+                e.update(shape=R.first_shape(x), **{f"{n}_ms": _ms(v) for n, v in t.items()})
                 e["speedup"] = e["stock_ms"] / e["kernel_ms"]
                 if "stock_compiled_ms" in e and "kernel_compiled_ms" in e:
                     e["speedup_compiled"] = e["stock_compiled_ms"] / e["kernel_compiled_ms"]
                 e["what"] = ("gate_proj + up_proj + act*mul vs merged gate_up_proj + kernel" if k == "silu_mul"
-                             else "the region's torch ops vs the kernel")
+                             else "the model's rule function vs the adapted op (layout copies included)"
+                             if k in R.G.KINDS else "the region's torch ops vs the kernel")
             ph["isolated"] = iso
             lap("isolated")
             ph["profile"] = region_shares(layout, step(layout, phase), opts.device, opts.profile_iters)
             lap("profile")
             # end to end
             fns = {"eager": step(stock, phase), "eager+kernels": step(patched, phase)}
+            for peer, pm in peers.items():
+                fns[f"eager+{peer}"] = step(pm, phase)
             compiled: dict = {}
             if opts.compile:
-                for name, m in (("torch.compile", stock), ("torch.compile+kernels", patched)):
+                for name, m in (("torch.compile", stock), ("torch.compile+kernels", patched),
+                                *((f"torch.compile+{peer}", pm) for peer, pm in peers.items())):
                     fn, info = C.compile_step(m, lambda cm, phase=phase: cm(**subject.inputs(phase)).logits,
                                               opts.compile_backend, namespaces, opts.device)
                     compiled[name] = info
@@ -304,10 +366,16 @@ def _run(pkg_list: list, opts: E2EOptions) -> dict:
         med = {k: v.median_ms for k, v in lat.items()}
         ph["compile"] = compiled
         ph.update(_predict(ph, med, pkgs, placed))
+        for peer in peers:
+            if f"eager+{peer}" in med:
+                ph["measured"][f"eager_speedup_{peer}"] = med["eager"] / med[f"eager+{peer}"]
+            if "torch.compile" in med and f"torch.compile+{peer}" in med:
+                ph["measured"][f"compiled_speedup_{peer}"] = med["torch.compile"] / med[f"torch.compile+{peer}"]
         if "torch.compile" in compiled and "torch.compile+kernels" in compiled:
             ph["fusion"] = C.fusion_verdict(compiled["torch.compile"], compiled["torch.compile+kernels"],
-                                            placed["kernel_regions"])
+                                            sum(placed["regions"][k] for k in pkgs))
         ph["why_slower"] = why_slower(ph, opts)
+        pkgs = all_pkgs
     return record
 
 
