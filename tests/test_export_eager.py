@@ -68,7 +68,16 @@ wg = w.clone().requires_grad_()
 res["grad_fn"] = op(x, wg, 1e-5).grad_fn is not None
 res["stats"] = k.stats()
 res["warnings"] = [ln for ln in stream.getvalue().splitlines() if "running the reference" in ln]
-res["through"] = through
+res["through"] = list(through)
+# a reference computing in float32 (the GDN tasks' do): a call with the definition's dtypes still returns
+# the definition's bfloat16, on the fallback path and under the fake; with other dtypes its own dtype
+ex.reference = lambda *a: k.reference(*a).float()
+big = torch.randn(40, 64, dtype=torch.bfloat16)
+res["fallback_dtype"] = str(op(big, w, 1e-5).dtype)
+from torch._subclasses.fake_tensor import FakeTensorMode
+with FakeTensorMode() as fm:
+    res["fake_dtype"] = str(op(fm.from_tensor(x), fm.from_tensor(w), 1e-5).dtype)
+res["float32_call_dtype"] = str(op(x.float(), w.float(), 1e-5).dtype)
 print(json.dumps(res))
 """
 
@@ -94,6 +103,8 @@ def test_cached_fast_path_still_refuses_what_is_outside_the_envelope(tmp_path):
     assert res["big_is_reference"] and res["strided_is_reference"] and res["float32_is_reference"], res
     assert res["again_direct"], res
     assert len(res["mode_saw_op"]) == 1 and res["grad_fn"], res
+    assert res["fallback_dtype"] == res["fake_dtype"] == "torch.bfloat16", res
+    assert res["float32_call_dtype"] == "torch.float32", res
     stats = res["stats"]
     # kernel: 3 + again + under the mode + with grad; reference: 2 too big, 1 strided, 1 float32
     assert stats["kernel"] == 6 and stats["fallback"] == 4, stats

@@ -79,6 +79,7 @@ class ExportedOp:
         self.log = logging.getLogger(module_name)
         self._inputs = list(self.definition["inputs"].items())
         self._outputs = list(self.definition["outputs"].items())
+        self._out_dtypes = [_TORCH_DTYPES.get(spec["dtype"]) for _, spec in self._outputs]
         self._lock = threading.Lock()
         self._kernel = None
         self._kernel_error: str | None = None
@@ -198,10 +199,20 @@ class ExportedOp:
         return o.contiguous()
 
     def _finish(self, outs, args):
-        if not isinstance(outs, tuple | list):
-            return self._fresh(outs, args)
-        fixed = tuple(self._fresh(o, args) for o in outs)
-        return fixed[0] if len(fixed) == 1 else fixed
+        outs = [self._fresh(o, args) for o in outs] if isinstance(outs, tuple | list) else [self._fresh(outs, args)]
+        want = self._out_dtypes
+        if any(isinstance(o, torch.Tensor) and w is not None and o.dtype is not w
+               for o, w in zip(outs, want, strict=False)) and self._declared_inputs(args):
+            # Called with the definition's dtypes, every path returns the definition's output dtypes: a reference
+            # that computes in float32 or float64 (the GDN tasks') must not make the fake, or a fallback call,
+            # disagree with the kernel. Called with other dtypes, the reference's own dtypes stand.
+            outs = [o.to(w) if isinstance(o, torch.Tensor) and w is not None and o.dtype is not w else o
+                    for o, w in zip(outs, want, strict=False)]
+        return outs[0] if len(outs) == 1 else tuple(outs)
+
+    def _declared_inputs(self, args) -> bool:
+        return all(not isinstance(a, torch.Tensor) or spec["shape"] is None or a.dtype is _TORCH_DTYPES.get(spec["dtype"])
+                   for a, (_, spec) in zip(args, self._inputs, strict=False))
 
     # -- the envelope --------------------------------------------------------------------------------
     def _bind_axes(self, args) -> dict:
