@@ -77,12 +77,6 @@ class Context:
         return self.inputs[name]
 
 
-def _as_f64(value: Any, device: torch.device | str) -> torch.Tensor:
-    if isinstance(value, torch.Tensor):
-        return value.detach().to(device=device, dtype=_F64)
-    return torch.tensor([float(value)], dtype=_F64)
-
-
 def _on(value: Any, device: torch.device | str) -> torch.Tensor:
     if isinstance(value, torch.Tensor):
         return value.detach().to(device=device)
