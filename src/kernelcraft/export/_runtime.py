@@ -176,11 +176,11 @@ class ExportedOp:
                 return self._finish(outs, args)
             verdict = ("kernel-unavailable", self._kernel_error or "the kernel could not be loaded")
         self._note_fallback(*verdict)
-        return self._finish(self.reference(*args), args)
+        return self._finish(self._as_declared(self.reference(*args), args), args)
 
     def _fake(self, *args):
         try:
-            outs = self.reference(*args)
+            outs = self._as_declared(self.reference(*args), args)
         except Exception:  # noqa: BLE001 - a reference that cannot run on fake tensors: use the definition
             axes = self._bind_axes(args)
             dev = next(a.device for a in args if isinstance(a, torch.Tensor))
@@ -199,20 +199,26 @@ class ExportedOp:
         return o.contiguous()
 
     def _finish(self, outs, args):
-        outs = [self._fresh(o, args) for o in outs] if isinstance(outs, tuple | list) else [self._fresh(outs, args)]
-        want = self._out_dtypes
-        if any(isinstance(o, torch.Tensor) and w is not None and o.dtype is not w
-               for o, w in zip(outs, want, strict=False)) and self._declared_inputs(args):
-            # Called with the definition's dtypes, every path returns the definition's output dtypes: a reference
-            # that computes in float32 or float64 (the GDN tasks') must not make the fake, or a fallback call,
-            # disagree with the kernel. Called with other dtypes, the reference's own dtypes stand.
-            outs = [o.to(w) if isinstance(o, torch.Tensor) and w is not None and o.dtype is not w else o
-                    for o, w in zip(outs, want, strict=False)]
-        return outs[0] if len(outs) == 1 else tuple(outs)
+        if not isinstance(outs, tuple | list):
+            return self._fresh(outs, args)
+        fixed = tuple(self._fresh(o, args) for o in outs)
+        return fixed[0] if len(fixed) == 1 else fixed
 
-    def _declared_inputs(self, args) -> bool:
-        return all(not isinstance(a, torch.Tensor) or spec["shape"] is None or a.dtype is _TORCH_DTYPES.get(spec["dtype"])
-                   for a, (_, spec) in zip(args, self._inputs, strict=False))
+    def _as_declared(self, outs, args):
+        """The reference's outputs in the definition's dtypes when the call has the definition's input
+        dtypes: a reference that computes in float32 or float64 (the GDN tasks') must not make the fake,
+        or a fallback call, disagree with the kernel (validated to return those dtypes). Called with other
+        dtypes, the reference's own dtypes stand."""
+        single = not isinstance(outs, tuple | list)
+        seq = [outs] if single else list(outs)
+        pairs = list(zip(seq, self._out_dtypes, strict=False))
+        if not any(isinstance(o, torch.Tensor) and w is not None and o.dtype is not w for o, w in pairs):
+            return outs
+        if not all(not isinstance(a, torch.Tensor) or spec["shape"] is None or a.dtype is _TORCH_DTYPES.get(spec["dtype"])
+                   for a, (_, spec) in zip(args, self._inputs, strict=False)):
+            return outs
+        seq = [o.to(w) if isinstance(o, torch.Tensor) and w is not None and o.dtype is not w else o for o, w in pairs]
+        return seq[0] if single else tuple(seq)
 
     # -- the envelope --------------------------------------------------------------------------------
     def _bind_axes(self, args) -> dict:
