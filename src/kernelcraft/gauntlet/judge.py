@@ -20,6 +20,7 @@ than when checked is caught ``[timed-output]``.
 from __future__ import annotations
 
 import random
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -57,14 +58,15 @@ class Refused(Exception):
         self.status, self.reason = status, reason
 
 
+def _poison_value(dtype: torch.dtype) -> float | bool | int:
+    if dtype.is_floating_point:
+        return float("nan")
+    return True if dtype == torch.bool else torch.iinfo(dtype).min
+
+
 def _poison(t: torch.Tensor) -> torch.Tensor:
     """Fill an output buffer so an element the kernel never writes cannot pass by luck."""
-    if t.dtype.is_floating_point:
-        t.fill_(float("nan"))
-    elif t.dtype == torch.bool:
-        t.fill_(True)
-    else:
-        t.fill_(torch.iinfo(t.dtype).min)
+    t.fill_(_poison_value(t.dtype))
     return t
 
 
@@ -91,24 +93,14 @@ def _untouched(outputs: list[Any]) -> bool:
     tensors = [o for o in outputs if isinstance(o, torch.Tensor) and o.numel()]
     if not tensors:
         return False
-    for t in tensors:
-        if t.dtype.is_floating_point:
-            if not bool(torch.isnan(t).all()):
-                return False
-        elif t.dtype == torch.bool:
-            if not bool(t.all()):
-                return False
-        elif not bool((t == torch.iinfo(t.dtype).min).all()):
-            return False
-    return True
+    return all(bool(torch.isnan(t).all() if t.dtype.is_floating_point else (t == _poison_value(t.dtype)).all())
+               for t in tensors)
 
 
 def _accepted_args(error: str) -> int | None:
     """How many positional arguments the solution's entry point takes, from the TypeError it raised
     when called (pybind11's "incompatible function arguments" with its first signature, or Python's
     "takes N positional arguments"); None when the message says neither."""
-    import re
-
     m = re.search(r"takes (\d+) positional arguments? but \d+ (?:were|was) given", error)
     if m:
         return int(m.group(1))
