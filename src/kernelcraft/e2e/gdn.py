@@ -22,10 +22,11 @@ from __future__ import annotations
 import ast
 import inspect
 import sys
-import textwrap
 
 import torch
 import torch.nn.functional as F
+
+from kernelcraft.e2e._source import read_source
 
 KINDS = ("gdn_prefill", "gdn_decode")
 CALLS = {"gdn_prefill": "torch_chunk_gated_delta_rule", "gdn_decode": "torch_recurrent_gated_delta_rule"}
@@ -98,8 +99,7 @@ def _source(cls) -> tuple[ast.Module, str, object]:
     fn = cls.forward
     raw = inspect.unwrap(fn)
     try:
-        src = textwrap.dedent(inspect.getsource(fn))
-        where = f"{inspect.getsourcefile(raw)}:{inspect.getsourcelines(raw)[1]}"
+        src, where = read_source(fn)
     except (OSError, TypeError) as e:
         raise GDNPatchError(f"{cls.__name__}.forward: its source cannot be read ({e})") from None
     return ast.parse(src), where, raw

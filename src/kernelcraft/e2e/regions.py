@@ -44,12 +44,12 @@ from __future__ import annotations
 import ast
 import contextlib
 import inspect
-import textwrap
 from typing import NamedTuple
 
 import torch
 
 from kernelcraft.e2e import gdn as G
+from kernelcraft.e2e._source import read_source
 
 LAYER_KINDS = ("rmsnorm", "fused_add_rmsnorm", "silu_mul")  # the kinds of every Llama-style decoder
 KINDS = (*LAYER_KINDS, *G.KINDS)
@@ -214,8 +214,7 @@ def check_code(cls: type, method: str, pattern: str, what: str, hint: str = _HIN
     if fn is None:
         raise PatchError(f"{cls.__name__} has no method {method}: it is not the {what} pattern e2e replaces")
     try:
-        src = textwrap.dedent(inspect.getsource(fn))
-        where = f"{inspect.getsourcefile(fn)}:{inspect.getsourcelines(fn)[1]}"
+        src, where = read_source(fn)
     except (OSError, TypeError) as e:
         raise PatchError(f"{cls.__name__}.{method}: its source cannot be read ({e}), so e2e cannot check that it "
                          f"is the {what} pattern it replaces") from None
