@@ -285,9 +285,9 @@ def test_int32_offsets_fail_past_2_31_on_gpu(tmp_path):
     from conftest import kc
 
     proc = kc("eval", t, t / "solutions" / "triton_online.py", fixture, "--device", "cuda", "--no-timing",
-              "--timeout", "600", "--json", out)
+              "--no-peers", "--timeout", "600", "--json", out)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    good, bad = json.loads(out.read_text())["solutions"]
+    good, bad = [s for s in json.loads(out.read_text())["solutions"] if s["role"] == "candidate"]
     big = [h for h in good["holdouts"] if h["uuid"] == "holdout-int32-overflow"]
     assert big and big[0]["status"] == "PASSED", good["reason"]
     assert big[0]["axes"]["num_rows"] * big[0]["axes"]["vocab_size"] > INT32_ELEMENTS

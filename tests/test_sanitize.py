@@ -102,7 +102,7 @@ def test_sanitizer_catches_what_numbers_cannot(tmp_path):
     out = tmp_path / f"sanitize_{uuid.uuid4().hex[:8]}.json"
     proc = kc("eval", task, TASKS / "rmsnorm/solutions/cuda_cubin", TASKS / "rmsnorm/solutions/triton_rowwise.py",
               SAN / "rmsnorm_oob_read", SAN / "rmsnorm_uninit_read", SAN / "rmsnorm_smem_race",
-              "--device", "cuda", "--budget-ms", "20", "--sanitize", "--json", out)
+              "--device", "cuda", "--budget-ms", "20", "--no-peers", "--sanitize", "--json", out)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     rep = {s["name"]: s for s in json.loads(out.read_text())["solutions"]}
     for honest in ("rmsnorm_bf16_h4096_cuda_cubin", "triton_rowwise"):

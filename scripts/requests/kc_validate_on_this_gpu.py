@@ -10,7 +10,7 @@ from pathlib import Path
 import torch
 
 _name = torch.cuda.get_device_name
-torch.cuda.get_device_name = lambda *a, **k: f"{_name(*a, **k)} (standing in for a B200)"
+torch.cuda.get_device_name = lambda *a, **k: f"{_name(*a, **k)} (a stand-in for a) B200"
 here = Path(__file__).resolve().parent
 sys.argv = [str(here / "benchmark.py"), *sys.argv[1:]]
 runpy.run_path(str(here / "benchmark.py"), run_name="__main__")
