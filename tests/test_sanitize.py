@@ -132,12 +132,25 @@ def test_evaluate_runs_the_sanitizer_after_every_job(tmp_path, monkeypatch):
     from kernelcraft.solution.model import load_solution
     from kernelcraft.task.loader import load_task
 
-    task = load_task(_with_stand_in(tmp_path, monkeypatch, STAND_IN_ERRORS))
+    log = tmp_path / "runs.log"
+    script = STAND_IN_ERRORS.replace("rc = subprocess.run(args[i:]).returncode", (
+        "import time\n"
+        f"open({str(log)!r}, 'a').write(f'start {{time.time()}}\\n')\n"
+        "rc = subprocess.run(args[i:]).returncode\n"
+        f"open({str(log)!r}, 'a').write(f'end {{time.time()}}\\n')"))
+    task = load_task(_with_stand_in(tmp_path, monkeypatch, script))
     cand = load_solution(TASKS / "rmsnorm/solutions/triton_rowwise.py", task.definition.name)
-    rep = evaluate(task, [("baseline", baseline_solution(task), "baseline.py"), ("candidate", cand, "c.py")],
+    other = load_solution(TASKS / "rmsnorm/solutions/triton_rowwise.py", task.definition.name)
+    other = other.model_copy(update={"name": "triton_rowwise_again"})
+    rep = evaluate(task, [("baseline", baseline_solution(task), "baseline.py"), ("candidate", cand, "c.py"),
+                          ("candidate", other, "d.py")],
                    Options(device="cpu", timing={"budget_ms": 5}, sanitize=("memcheck",)))
-    base, got = rep.solutions
+    base, got, again = rep.solutions
     assert base.status == "PASSED" and base.sanitize is None
+    assert again.status == "REJECTED" and again.gate == "sanitize"
+    # the two candidates' sanitizer runs went side by side: the second started before the first ended
+    events = [line.split() for line in log.read_text().splitlines()]
+    assert [e[0] for e in events][:2] == ["start", "start"], events
     assert all(w.status == "PASSED" for w in got.workloads)
     assert got.status == "REJECTED" and got.gate == "sanitize" and not got.promotable
     assert got.reason.startswith("[memcheck] compute-sanitizer --tool memcheck reported 2 error(s)")

@@ -13,6 +13,7 @@ import secrets
 import tempfile
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -162,12 +163,19 @@ def evaluate(task: Task, entries: list[tuple[str, Solution, str]], opts: Options
                 prep.logdir.cleanup()
     if opts.sanitize:
         # After every job: compute-sanitizer's runs are GPU work, and nothing may share a GPU with a
-        # candidate being timed.
-        for res, (role, sol, *_) in zip(report.solutions, entries, strict=True):
-            if role == "candidate" and res.status == "PASSED":
-                if on_progress:
-                    on_progress(f"{sol.name} under compute-sanitizer", "start")
-                _sanitize(res, task, sol, opts, seed)
+        # candidate being timed. Nothing is timed any more, so the candidates' runs go side by side
+        # (each its own compute-sanitizer process on small shapes; one after another, five solutions'
+        # three tools ran past 110 s on the H200).
+        todo = [(res, sol) for res, (role, sol, *_) in zip(report.solutions, entries, strict=True)
+                if role == "candidate" and res.status == "PASSED"]
+        for _res, sol in todo:
+            if on_progress:
+                on_progress(f"{sol.name} under compute-sanitizer", "start")
+        with ThreadPoolExecutor(max_workers=max(1, min(SANITIZE_PARALLEL, len(todo)))) as pool:
+            futures = {pool.submit(_sanitize, res, task, sol, opts, seed): res for res, sol in todo}
+            for fut in as_completed(futures):
+                fut.result()
+                res = futures[fut]
                 if on_progress and res.status != "PASSED":
                     on_progress(res.name, res.status)
                 if on_result:
@@ -350,6 +358,9 @@ def prepare(task: Task, role: str, sol: Solution, path: str, seed: int, opts: Op
     # The judge's own deadlines for its runner's replies sit inside the pool's for the judge's phases.
     prep.job.build_timeout_s, prep.job.workload_timeout_s = prep.timeouts[0] * 0.95, prep.timeouts[1] * 0.95
     return prep
+
+
+SANITIZE_PARALLEL = 4  # compute-sanitizer processes at once (each on the smallest shapes of one candidate)
 
 
 def _sanitize(res: SolutionResult, task: Task, sol: Solution, opts: Options, seed: int) -> None:
