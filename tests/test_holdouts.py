@@ -294,3 +294,37 @@ def test_int32_offsets_fail_past_2_31_on_gpu(tmp_path):
     assert good["status"] == "PASSED", good["reason"]
     assert bad["status"] in ("INCORRECT_NUMERICAL", "RUNTIME_ERROR"), bad["reason"]
     assert "[holdout-shapes]" in bad["reason"] and "holdout-int32-overflow" in bad["reason"], bad["reason"]
+
+
+def test_a_float32_fft_passes_the_stress_inputs_a_dropped_outlier_does_not(tmp_path):
+    """The KDA c2r request's reference computes in float64 and rounds: run in float32 it is still exact,
+    so its float32 error gave a floor of 0, and torch.fft.irfftn in float32 (pocketfft, cuFFT's
+    stand-in) failed the stress inputs (2-220 elements). The floor is now at least 4 ulps of the
+    output's largest element; a kernel that loses an outlier stays far past it."""
+    from kernelcraft.gauntlet.compare import compare
+    from kernelcraft.task.workload import Workload
+
+    d = tmp_path / "c2r"
+    shutil.copytree(FIXTURES / "kda_fft_c2r_request", d)
+    (d / "contract.toml").write_text("[tolerance.float32]\natol = 1e-2\nrtol = 1e-3\n")  # the request's README
+    task = load_task(d)
+    ns: dict = {}
+    exec(compile(task.definition.reference, "<ref>", "exec"), ns)  # noqa: S102 - the fixture's reference
+    axes = {"nz": 32, "ny": 32, "nx": 32, "nf": 17}
+    for seed in range(3):
+        w = Workload(uuid=f"stress-0-floor{seed}", axes=axes, inputs={"input": {"type": "random"}})
+        [x] = make_inputs(task, w, seed, "cpu")
+        ref = [ns["run"](x.clone())]
+        floor = atol_floor(task.definition, ns["run"], [x], ref)
+        assert 0.1 < floor["output"] < 0.3, floor  # 4 ulps of ~4e5
+        fft32 = torch.fft.irfftn(torch.view_as_complex(x.contiguous()), s=(32, 32, 32), norm="forward")
+        err = (fft32.double() - ref[0].double()).abs()
+        assert err.max() > 1e-2  # what failed before: past the request's atol
+        check = compare([fft32], ref, task.definition, task.contract, axes, "cpu", [x], atol_floor=floor)
+        assert check.status == "PASSED", check.reason
+        # the largest input element left out: the kind of error stress inputs exist to catch
+        lost = x.clone()
+        lost.view(-1)[lost.abs().argmax()] = 0
+        bad = torch.fft.irfftn(torch.view_as_complex(lost.contiguous()), s=(32, 32, 32), norm="forward")
+        check = compare([bad], ref, task.definition, task.contract, axes, "cpu", [x], atol_floor=floor)
+        assert check.status == "INCORRECT_NUMERICAL", check.reason
