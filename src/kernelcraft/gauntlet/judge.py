@@ -48,6 +48,9 @@ from kernelcraft.task.workload import Workload
 ESCAPE_MS = 0.02
 ESCAPE_FRACTION = 0.1
 CHECK_PROBABILITY = 1 / 8  # share of timed calls whose outputs the judge checks (chosen secretly)
+# A placement reuses the arena it fits in unless that is over this factor and slack larger than it needs.
+ARENA_KEEP_FACTOR = 4
+ARENA_KEEP_SLACK = 1 << 30
 
 
 class Refused(Exception):
@@ -172,6 +175,9 @@ class Subject:
     def seen(self) -> list[Any]:
         raise NotImplementedError
 
+    def reserve(self, sizes: list[int]) -> None:
+        """Room for placements of these arena sizes to come (a subject with no arena: nothing)."""
+
     def call(self, warm: bool = False) -> Called:
         raise NotImplementedError
 
@@ -226,6 +232,7 @@ class RemoteSubject(Subject):
         self.client, self.judge, self.dps, self.timeout_s = client, judge, dps, timeout_s
         self.on_event = on_event
         self.arena = None
+        self.mapped = False  # the runner has mapped self.arena
         self.views: list[Any] = []
         self.out_slots: list[Slot | None] = []
         self.out_views: list[torch.Tensor | None] = []
@@ -240,10 +247,8 @@ class RemoteSubject(Subject):
             if shape is not None:
                 outs.append((shape, spec.dtype))
         slots, size = layout(tensors + outs)
-        if self.arena is not None:
-            self.judge.sync()
-            self.arena.close()
-        self.arena = new_arena(self.judge.device, size)
+        if not self._fits(size):
+            self._new_arena(size)
         in_slots, out_tensor_slots = slots[:len(tensors)], iter(slots[len(tensors):])
         spec_in, self.views, it = [], [], iter(in_slots)
         for a in inputs:
@@ -260,9 +265,37 @@ class RemoteSubject(Subject):
                           for spec in d.outputs.values()]
         self.out_views = [self.arena.view(s) if s is not None else None for s in self.out_slots]
         self.judge.sync()
-        self._ask("arena", protocol.EmptyReply, fds=[self.arena.fd], size=self.arena.size, inputs=spec_in,
-                  outputs=[{"slot": s.to_json()} if s is not None else {"scalar": True} for s in self.out_slots],
-                  dps=self.dps)
+        # The runner maps an arena once; a placement in the arena it already has sends no descriptor
+        # (on a GPU a new arena is cuMemCreate, export, reserve, map and set-access here and there).
+        self._ask("arena", protocol.EmptyReply, fds=[] if self.mapped else [self.arena.fd], size=self.arena.size,
+                  inputs=spec_in, reuse=self.mapped, dps=self.dps,
+                  outputs=[{"slot": s.to_json()} if s is not None else {"scalar": True} for s in self.out_slots])
+        self.mapped = True
+
+    def _fits(self, size: int) -> bool:
+        """The current arena holds ``size`` bytes and is not much larger (a huge holdout's arena is not
+        kept for small workloads after it)."""
+        a = self.arena
+        return a is not None and size <= a.size <= max(ARENA_KEEP_FACTOR * size, size + ARENA_KEEP_SLACK)
+
+    def _new_arena(self, size: int) -> None:
+        if self.arena is not None:
+            self.judge.sync()
+            self.arena.close()
+            self.arena = None
+        self.arena = new_arena(self.judge.device, size)
+        self.mapped = False
+
+    def reserve(self, sizes: list[int]) -> None:
+        """An arena for the largest of the placements to come (one phase's workloads), so that they
+        share one: on a GPU each new arena is a cuMemCreate, an export and a map on both sides."""
+        if not sizes:
+            return
+        size = max(sizes)
+        if not all(size <= max(ARENA_KEEP_FACTOR * n, n + ARENA_KEEP_SLACK) for n in sizes):
+            return  # too far apart to share one arena: each gets its own, as they come
+        if not all(self._fits(n) for n in sizes):
+            self._new_arena(size)
 
     def seen(self) -> list[Any]:
         return self.views
@@ -333,6 +366,7 @@ class RemoteSubject(Subject):
             self.judge.sync()
             self.arena.close()
             self.arena = None
+            self.mapped = False
 
 
 class _RemoteTimer(Remote):
@@ -427,6 +461,13 @@ class Judge:
                  floor: dict[str, float] | None = None) -> Check:
         return compare(outputs, expected, self.d, self.task.contract, axes, self.device, inputs,
                        atol_floor=floor, task_root=self.task.root)
+
+    def arena_bytes(self, w: Workload) -> int:
+        """The arena a placement of ``w``'s inputs and outputs takes (its tensors' shapes from the definition)."""
+        axes = self.d.axis_values(w.axes)
+        specs = [(shape, spec.dtype) for spec in [*self.d.inputs.values(), *self.d.outputs.values()]
+                 if (shape := self.d.shape(spec, axes)) is not None]
+        return layout(specs)[1]
 
     def judge_outputs(self, outputs: list[Any], inputs: list[Any], axes: dict[str, int]) -> Check:
         expected, _ = self.reference_outputs(inputs)
@@ -655,7 +696,8 @@ class Judge:
         fns["reference"] = lambda: self.reference(*shared)
         try:
             t = time_interleaved(fns, self.device, budget_ms=p["budget_ms"], min_reps=p["min_reps"],
-                                 max_reps=p["max_reps"], warmup=p["warmup"] + self._extra_warmup(w), remote=remote)
+                                 max_reps=p["max_reps"], warmup=p["warmup"] + self._extra_warmup(w), remote=remote,
+                                 local_tails=timer is None)  # only the candidate's tail is judged
         except Refused:
             raise  # the runner's protocol or death: the job's verdict, handled by the worker
         except BaseException as e:  # noqa: BLE001

@@ -222,14 +222,17 @@ def time_interleaved(fns: dict[str, Callable[[], object]], device: str, budget_m
                      min_reps: int = 10, max_reps: int = 1000, warmup: int = 3,
                      ci_target: float = 0.005, use_graphs: bool = True,
                      graphs: dict[str, tuple[object, object]] | None = None,
-                     remote: dict[str, Remote] | None = None) -> dict[str, Timing]:
+                     remote: dict[str, Remote] | None = None, local_tails: bool = True) -> dict[str, Timing]:
     """Time several functions of the same inputs, interleaved repetition by repetition.
     ``graphs`` (CUDA), when given, receives name -> (graph, captured output) of each function
     timed as a graph replay. ``remote``: functions timed in another process, in the same rotation
-    (each runs its own no-op for its tail)."""
+    (each runs its own no-op for its tail). ``local_tails`` False: the functions of this process get
+    no ``tail_ms``/``escaped_ms`` (trusted rows beside a remote candidate, whose tails nobody reads),
+    and the rotation no local no-op: one flushed turn less per repetition."""
     cuda = device.startswith("cuda")
     remote = remote or {}
-    if cuda:
+    local_tails = local_tails or not remote
+    if cuda and local_tails:
         fns = {**fns, NOOP: lambda: None}  # the tail of a call that leaves nothing running
     names = list(fns)
     for _ in range(warmup):
@@ -286,12 +289,13 @@ def time_interleaved(fns: dict[str, Callable[[], object]], device: str, budget_m
         out[n].graph_error = error
     for n in remote:
         out[n].graph_error = remote_errors[n]
-    if cuda:
+    if cuda and local_tails:
         noop_tail = statistics.median(clock.tails[NOOP])
         for n in names:
             if n != NOOP:
                 out[n].tail_ms = statistics.median(clock.tails[n])
                 out[n].escaped_ms = max(0.0, out[n].tail_ms - noop_tail)
+    if cuda:
         for n in remote:
             if remote_tails[n]:
                 out[n].tail_ms = statistics.median(remote_tails[n])

@@ -52,8 +52,18 @@ def _prctl(option: int, arg: int) -> None:
     ctypes.CDLL(None, use_errno=True).prctl(option, arg, 0, 0, 0)
 
 
+def _read_small(path: str) -> bytes:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        return os.read(fd, 1 << 16)
+    finally:
+        os.close(fd)
+
+
 def descendants(pid: int) -> list[int]:
-    """``pid`` and every process below it, from the kernel's children lists (no /proc scan)."""
+    """``pid`` and every process below it, from the kernel's children lists (no /proc scan).
+    Plain ``os`` calls: it runs at every freeze, i.e. after every request (every timed call); through
+    pathlib it took ~48 us for a two-process CPU runner, this way ~22 us."""
     out, todo = [], [pid]
     while todo:
         p = todo.pop()
@@ -64,7 +74,7 @@ def descendants(pid: int) -> list[int]:
             continue
         for t in tasks:
             try:
-                todo += [int(c) for c in Path(f"/proc/{p}/task/{t}/children").read_text().split()]
+                todo += [int(c) for c in _read_small(f"/proc/{p}/task/{t}/children").split()]
             except (OSError, ValueError):
                 continue
     return out
@@ -87,6 +97,7 @@ class RunnerClient:
         self.sandbox: dict = {}
         self._next_id = 0
         self._frozen = False
+        self._stopped: list[int] = []  # what the last freeze stopped
         caches = [str(sandbox_cache())]
         judge_end, runner_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         _prctl(PR_SET_CHILD_SUBREAPER, 1)  # what the runner's processes orphan comes back to the judge
@@ -129,10 +140,12 @@ class RunnerClient:
             self.sandbox["degraded"].append("not stopped between requests (a runner under Nsight Compute)")
         self.freeze()
 
-    def _signal_all(self, sig: int) -> None:
-        for p in descendants(self.pid):
+    def _signal_all(self, sig: int, pids: list[int] | None = None) -> list[int]:
+        pids = descendants(self.pid) if pids is None else pids
+        for p in pids:
             with contextlib.suppress(OSError):
                 os.kill(p, sig)
+        return pids
 
     def freeze(self) -> None:
         """Stop the runner between requests (a forked runner only). A runner under a launcher is left
@@ -142,12 +155,14 @@ class RunnerClient:
         if self.popen is not None:
             return
         if not self._frozen:
-            self._signal_all(signal.SIGSTOP)
+            self._stopped = self._signal_all(signal.SIGSTOP)
             self._frozen = True
 
     def thaw(self) -> None:
+        """SIGCONT to the processes the last freeze stopped: a stopped process cannot start another,
+        so they are all there are (the tree is read again at the next freeze)."""
         if self._frozen:
-            self._signal_all(signal.SIGCONT)
+            self._signal_all(signal.SIGCONT, self._stopped)
             self._frozen = False
 
     def alive(self) -> bool:

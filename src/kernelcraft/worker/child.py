@@ -510,6 +510,11 @@ def _run(conn, job: Job, runner) -> None:
                     send(conn, "meta", {"confirmation": {"confirmed": False, "reason": confirmer.error}})
                     confirmer = None
         timed = []
+        try:  # one arena for every timing and its recheck, where their sizes allow (a hint only)
+            sizes = [judge.arena_bytes(w) for w in workloads]
+        except Exception:  # noqa: BLE001 - place() sizes each arena itself
+            sizes = []
+        subject.reserve(sizes)
         for w in workloads:
             current = ("timing", w.uuid)
             send(conn, "phase", "timing", w.uuid, cpu_seconds())
