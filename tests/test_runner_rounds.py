@@ -27,7 +27,12 @@ def run(x, w, eps):
 """
 
 
-def _runner(tmp_path, fork: bool = False):
+def _runner(tmp_path, fork: bool = False, exec_runner: bool = False):
+    """A judge and its runner for the rmsnorm task. ``exec_runner``: the runner a fresh interpreter
+    (the launcher path, with no launcher) rather than forked from this process: a pytest worker has
+    run parallel torch ops by then, and a runner forked after that hangs at its first parallel op
+    (OpenMP's pool does not survive a fork; measured: rms_norm on 64 x 4096 bf16, no progress in 120 s).
+    kernelcraft's own workers fork their runner before any torch work, as the template is."""
     from kernelcraft.gauntlet.judge import Judge, RemoteSubject
     from kernelcraft.runner import protocol
     from kernelcraft.runner.client import RunnerClient
@@ -38,7 +43,7 @@ def _runner(tmp_path, fork: bool = False):
     f = tmp_path / "cand.py"
     f.write_text(CANDIDATE.format(fork=fork))
     sol = pack_python_file(f, task.definition.name)
-    client = RunnerClient("cpu")
+    client = RunnerClient("cpu", launcher=[]) if exec_runner else RunnerClient("cpu")
     client.wait_ready(120)
     judge = Judge(task, None, lambda *a: None, None, "cpu", 1)
     subject = RemoteSubject(client, judge, False, 120)
@@ -66,7 +71,7 @@ def _right(subject, inputs) -> None:
 def test_placements_share_an_arena_where_they_fit(tmp_path, monkeypatch):
     import kernelcraft.gauntlet.judge as judge_mod
 
-    client, judge, subject = _runner(tmp_path)
+    client, judge, subject = _runner(tmp_path, exec_runner=True)
     sent = []
     request = client.request
 
