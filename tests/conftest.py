@@ -51,6 +51,21 @@ def small_task(name: str, dest: Path, axes_list: list[dict] | None = None) -> Pa
     return out
 
 
+def built_subject(client, task, solution, timeout: float = 120):
+    """A CPU judge for ``task`` and its RemoteSubject on ``client``'s runner, the solution built there
+    (asserted PASSED): the round trips a job makes, without a worker."""
+    from kernelcraft.gauntlet.judge import Judge, RemoteSubject
+    from kernelcraft.runner import protocol
+
+    judge = Judge(task, None, lambda *a: None, None, "cpu", 1)
+    subject = RemoteSubject(client, judge, False, timeout)
+    judge.subject = subject
+    built = subject._ask("build", protocol.BuildReply, timeout=timeout, solution=solution.to_json_dict(),
+                         inputs=list(task.definition.inputs), outputs=list(task.definition.outputs))
+    assert built.status == "PASSED", built.reason
+    return judge, subject
+
+
 def kc(*args: str, timeout: float = 900) -> subprocess.CompletedProcess:
     """Run the real `kernelcraft` command (python -m kernelcraft) and capture its output."""
     # Import the tree under test, whatever an editable install elsewhere points at.

@@ -70,3 +70,24 @@ def ran_in_the_interpreter(request, under_interpreter) -> bool:
         kind, text = cases[name]
         pytest.fail(f"{name} under TRITON_INTERPRET=1: {kind}\n{text[-3000:]}")
     return True
+
+
+def logits(m, subject, phase):
+    """The model's logits on the subject's inputs of ``phase``, without autograd."""
+    import torch
+
+    with torch.no_grad():
+        return m(**subject.inputs(phase)).logits
+
+
+def random_norm_weights(model, seed: int = 3) -> None:
+    """Every norm's weight random, the gated (offset-free) norms' around 1 (transformers initialises the
+    offset ones to zeros, which would hide a wrong offset)."""
+    import torch
+
+    g = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for m in model.modules():
+            if "Norm" in type(m).__name__:
+                base = 1.0 if "Gated" in type(m).__name__ else 0.0
+                m.weight.copy_(base + 0.3 * torch.randn(m.weight.shape, generator=g))

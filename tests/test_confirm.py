@@ -67,13 +67,11 @@ def test_a_runner_started_under_a_launcher_speaks_the_protocol(tmp_path, monkeyp
     made, and the launcher's output lands where it was asked to."""
     import torch
 
-    from kernelcraft.gauntlet.judge import Judge, RemoteSubject
-    from kernelcraft.runner import protocol
     from kernelcraft.runner.client import RunnerClient
     from kernelcraft.solution.model import pack_python_file
     from kernelcraft.task.loader import load_task
 
-    from conftest import ROOT
+    from conftest import ROOT, built_subject
 
     stand_in = tmp_path / "fake_ncu"
     stand_in.write_text(f"#!{sys.executable}\nimport subprocess, sys\nprint('==PROF== stand-in', flush=True)\n"
@@ -87,12 +85,7 @@ def test_a_runner_started_under_a_launcher_speaks_the_protocol(tmp_path, monkeyp
     try:
         client.wait_ready(120)
         assert any("no pid namespace" in d for d in client.sandbox["degraded"]), client.sandbox
-        judge = Judge(task, None, lambda *a: None, None, "cpu", 1)
-        subject = RemoteSubject(client, judge, False, 120)
-        judge.subject = subject
-        built = subject._ask("build", protocol.BuildReply, timeout=120, solution=sol.to_json_dict(),
-                             inputs=list(task.definition.inputs), outputs=list(task.definition.outputs))
-        assert built.status == "PASSED", built.reason
+        judge, subject = built_subject(client, task, sol)
         x = torch.randn(2, 4096).to(torch.bfloat16)
         w = torch.randn(4096).to(torch.bfloat16)
         subject.place([x, w, 1e-5], {"batch_size": 2, "hidden_size": 4096})

@@ -12,7 +12,8 @@ import copy
 
 import pytest
 import torch
-from e2e_support import exported, interpreted, ran_in_the_interpreter
+from e2e_support import exported, interpreted, ran_in_the_interpreter, random_norm_weights
+from e2e_support import logits as _logits
 
 pytest.importorskip("transformers", reason="transformers is a test dependency (pip install -e '.[test]')")
 pytest.importorskip("transformers.models.qwen3_next", reason="this transformers has no Qwen3-Next")
@@ -29,12 +30,7 @@ def tiny():
 
     s = build("qwen3-next-tiny", "cpu", torch.bfloat16, 2, 8)
     assert s.model.config.layer_types == ["linear_attention"] * 3 + ["full_attention"]
-    g = torch.Generator().manual_seed(3)
-    with torch.no_grad():  # every norm's weight random, the gated norms' too
-        for m in s.model.modules():
-            if "Norm" in type(m).__name__:
-                base = 1.0 if "Gated" in type(m).__name__ else 0.0
-                m.weight.copy_(base + 0.3 * torch.randn(m.weight.shape, generator=g))
+    random_norm_weights(s.model)
     return s
 
 
@@ -49,11 +45,6 @@ def pkgs(tmp_path_factory):
 @pytest.fixture(scope="module")
 def under_interpreter(tmp_path_factory):
     return interpreted(__file__, INTERPRETED, tmp_path_factory)
-
-
-def _logits(m, subject, phase):
-    with torch.no_grad():
-        return m(**subject.inputs(phase)).logits
 
 
 def _check_norm_report(placed, fused: bool):

@@ -15,6 +15,7 @@ import sys
 import pytest
 import torch
 from e2e_support import exported, interpreted, ran_in_the_interpreter
+from e2e_support import logits as _logits
 
 from tests.conftest import ROOT
 
@@ -42,11 +43,6 @@ INTERPRETED = ("test_exported_kernels_replace_the_regions", "test_fullgraph_comp
 @pytest.fixture(scope="module")
 def under_interpreter(tmp_path_factory):
     return interpreted(__file__, INTERPRETED, tmp_path_factory)
-
-
-def _logits(m, subject, phase):
-    with torch.no_grad():
-        return m(**subject.inputs(phase)).logits
 
 
 def test_stock_regions_in_the_fused_layout_equal_the_model_bit_for_bit(tiny):

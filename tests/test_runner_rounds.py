@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from conftest import ROOT
+from conftest import ROOT, built_subject
 
 CANDIDATE = """import os, time
 import torch
@@ -33,8 +33,6 @@ def _runner(tmp_path, fork: bool = False, exec_runner: bool = False):
     run parallel torch ops by then, and a runner forked after that hangs at its first parallel op
     (OpenMP's pool does not survive a fork; measured: rms_norm on 64 x 4096 bf16, no progress in 120 s).
     kernelcraft's own workers fork their runner before any torch work, as the template is."""
-    from kernelcraft.gauntlet.judge import Judge, RemoteSubject
-    from kernelcraft.runner import protocol
     from kernelcraft.runner.client import RunnerClient
     from kernelcraft.solution.model import pack_python_file
     from kernelcraft.task.loader import load_task
@@ -45,12 +43,7 @@ def _runner(tmp_path, fork: bool = False, exec_runner: bool = False):
     sol = pack_python_file(f, task.definition.name)
     client = RunnerClient("cpu", launcher=[]) if exec_runner else RunnerClient("cpu")
     client.wait_ready(120)
-    judge = Judge(task, None, lambda *a: None, None, "cpu", 1)
-    subject = RemoteSubject(client, judge, False, 120)
-    judge.subject = subject
-    built = subject._ask("build", protocol.BuildReply, timeout=120, solution=sol.to_json_dict(),
-                         inputs=list(task.definition.inputs), outputs=list(task.definition.outputs))
-    assert built.status == "PASSED", built.reason
+    judge, subject = built_subject(client, task, sol)
     return client, judge, subject
 
 

@@ -222,6 +222,12 @@ class LocalSubject(Subject):
         return lambda: self.fn(*args)
 
 
+def _keeps(arena_size: int, size: int) -> bool:
+    """An arena of ``arena_size`` bytes takes a placement of ``size``: it holds it and is not much larger
+    (a huge holdout's arena is not kept for the small workloads after it)."""
+    return size <= arena_size <= max(ARENA_KEEP_FACTOR * size, size + ARENA_KEEP_SLACK)
+
+
 class RemoteSubject(Subject):
     """The candidate, in its runner: inputs and outputs in a shared arena the judge owns."""
 
@@ -273,18 +279,12 @@ class RemoteSubject(Subject):
         self.mapped = True
 
     def _fits(self, size: int) -> bool:
-        """The current arena holds ``size`` bytes and is not much larger (a huge holdout's arena is not
-        kept for small workloads after it)."""
-        a = self.arena
-        return a is not None and size <= a.size <= max(ARENA_KEEP_FACTOR * size, size + ARENA_KEEP_SLACK)
+        """The current arena can take a placement of ``size`` bytes (:func:`_keeps`)."""
+        return self.arena is not None and _keeps(self.arena.size, size)
 
     def _new_arena(self, size: int) -> None:
-        if self.arena is not None:
-            self.judge.sync()
-            self.arena.close()
-            self.arena = None
+        self.close()
         self.arena = new_arena(self.judge.device, size)
-        self.mapped = False
 
     def reserve(self, sizes: list[int]) -> None:
         """An arena for the largest of the placements to come (one phase's workloads), so that they
@@ -292,7 +292,7 @@ class RemoteSubject(Subject):
         if not sizes:
             return
         size = max(sizes)
-        if not all(size <= max(ARENA_KEEP_FACTOR * n, n + ARENA_KEEP_SLACK) for n in sizes):
+        if not all(_keeps(size, n) for n in sizes):
             return  # too far apart to share one arena: each gets its own, as they come
         if not all(self._fits(n) for n in sizes):
             self._new_arena(size)
