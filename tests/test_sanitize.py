@@ -146,7 +146,7 @@ def test_evaluate_runs_the_sanitizer_after_every_job(tmp_path, monkeypatch):
                           ("candidate", other, "d.py")],
                    Options(device="cpu", timing={"budget_ms": 5}, sanitize=("memcheck",)))
     base, got, again = rep.solutions
-    assert base.status == "PASSED" and base.sanitize is None
+    assert base.status == "PASSED" and base.sanitize is None, base.reason
     assert again.status == "REJECTED" and again.gate == "sanitize"
     # the two candidates' sanitizer runs went side by side: the second started before the first ended
     events = [line.split() for line in log.read_text().splitlines()]
