@@ -4,6 +4,7 @@ that pass `task check`, references that reproduce the model's own tensors, catal
 from __future__ import annotations
 
 import json
+import pathlib
 
 import pytest
 import torch
@@ -46,6 +47,34 @@ def test_eager_capture_ranks_operators_and_writes_checked_tasks(eager_capture):
     proc = kc("task", "check", written[0]["task_dir"])
     assert proc.returncode == 0 and "ok" in proc.stdout, proc.stdout + proc.stderr
     assert (out / "README.md").read_text().count("| ") > 4 and json.loads((out / "capture.json").read_text())
+    # every row of a task README's share table starts the line (an indented one renders as code)
+    text = (pathlib.Path(written[0]["task_dir"]) / "README.md").read_text()
+    rows = [ln for ln in text.splitlines() if ln.lstrip().startswith("| prefill") or ln.lstrip().startswith("| decode")]
+    assert len(rows) == 2 and all(ln.startswith("| ") for ln in rows), rows
+    assert not any(ln.startswith("    #") for ln in text.splitlines()), text[:300]
+
+
+class _Event:
+    def __init__(self, name, device_type, cpu=0.0, device=0.0):
+        self.name, self.device_type, self.cpu_time_total = name, device_type, cpu
+        self.device_time_total = self.device_time = device
+
+
+def test_a_node_without_kernels_takes_no_share_of_the_device_step():
+    """On CUDA a node's share is the device time of its kernels: an allocation (empty_like) that
+    launched none is 0, not its CPU time (an H200 capture ranked empty_like at 4.2% of decode)."""
+    from torch.autograd import DeviceType
+
+    from kernelcraft.capture.graphs import node_ms
+
+    ev = [_Event("kc::node::empty_like", DeviceType.CPU, cpu=50.0, device=0.0),
+          _Event("kc::node::mm", DeviceType.CPU, cpu=10.0, device=30.0),
+          _Event("kc::graph", DeviceType.CPU, cpu=200.0),
+          _Event("gemm_kernel", DeviceType.CUDA, device=30.0), _Event("other", DeviceType.CUDA, device=10.0)]
+    t, total = node_ms(ev, cuda=True, iters=2)
+    assert t == {"empty_like": 0.0, "mm": 0.015} and total == pytest.approx(0.02)
+    t, total = node_ms(ev, cuda=False, iters=2)  # on the CPU the CPU time is the time
+    assert t == {"empty_like": 0.025, "mm": 0.005} and total == pytest.approx(0.1)
 
 
 def test_eager_mm_reference_is_the_models_linear_with_prefill_decode_axes(eager_capture):

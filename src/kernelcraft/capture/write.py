@@ -242,7 +242,7 @@ def readme(name: str, region_doc: dict, command: str) -> str:
 
     | phase | input shapes | ms per step | share | occurrences per step | Amdahl ceiling (region free) | at 2x faster |
     |---|---|---|---|---|---|---|
-    {rows}
+    @ROWS@
 
     The share is the region's time over the step's ({r['basis']}), from torch.profiler on {r['device']}; the
     ceiling `1 / (1 - share)` is the most the whole step can gain however fast the region gets.
@@ -257,4 +257,4 @@ def readme(name: str, region_doc: dict, command: str) -> str:
 
     Reference check at capture: the generated reference on the model's own captured inputs reproduced the
     model's outputs with max |error| {r['reference_check']['max_abs_error']:.3g} (native precision).
-    """)
+    """).replace("@ROWS@", rows)  # after dedent: a multi-line value inside the template would stop it
