@@ -49,13 +49,21 @@ step() {  # step NAME LIMIT_S CMD...: run unless the deadline is near, log, reco
   tail -n 30 "$OUT/$name.log"
 }
 
-for model in llama3-8b qwen3-next; do
+# MODELS / MODES pick a part of the sweep (e.g. MODELS=qwen3-next MODES=eager E2E=0 re-runs one capture)
+for model in ${MODELS:-llama3-8b qwen3-next}; do
   layers=2; [ "$model" = qwen3-next ] && layers=4
-  step "capture_${model}_eager" 90 python3 -m kernelcraft capture "$model" --layers "$layers" --seq "$SEQ" \
-    --device cuda --top "$TOP" --iters 5 --out "$OUT/capture/${model}-eager"
-  step "capture_${model}_compile" 120 python3 -m kernelcraft capture "$model" --layers "$layers" --seq "$SEQ" \
-    --device cuda --top "$TOP" --iters 5 --compile --out "$OUT/capture/${model}-compile"
+  for mode in ${MODES:-eager compile}; do
+    if [ "$mode" = eager ]; then
+      step "capture_${model}_eager" 90 python3 -m kernelcraft capture "$model" --layers "$layers" --seq "$SEQ" \
+        --device cuda --top "$TOP" --iters 5 --out "$OUT/capture/${model}-eager"
+    else
+      step "capture_${model}_compile" 120 python3 -m kernelcraft capture "$model" --layers "$layers" --seq "$SEQ" \
+        --device cuda --top "$TOP" --iters 5 --compile --out "$OUT/capture/${model}-compile"
+    fi
+  done
 done
+[ "${E2E:-1}" = 1 ] || { echo "total $(( $(date +%s) - start ))s" | tee -a "$OUT/SUMMARY.txt";
+  [ "${KC_NO_PACK:-0}" = 1 ] || bash scripts/pack_out.sh; exit 0; }
 
 KERNEL=${KERNEL:-rmsnorm_bf16_h4096_cuda_vec8}
 RECORD=${RECORD:-results/h200/rmsnorm.json}

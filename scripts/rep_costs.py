@@ -93,10 +93,12 @@ def main() -> None:
     src = Path(tempfile.mkdtemp()) / "cand.py"
     src.write_text(text)
     sol = pack_python_file(src, d.name)
-    if args.device.startswith("cuda"):
-        torch.cuda.set_device(0)
+    # The runner is forked from this process: CUDA must not be initialised here before it is (the H200 run of
+    # session 6 died "Cannot re-initialize CUDA in forked subprocess" with set_device above this line).
     client = rc.RunnerClient(args.device)
     client.wait_ready(300)
+    if args.device.startswith("cuda"):
+        torch.cuda.set_device(0)
     subject = J.RemoteSubject(client, None, sol.spec.destination_passing_style, 300)
     built = subject._ask("build", protocol.BuildReply, timeout=900, solution=sol.to_json_dict(),
                          inputs=list(d.inputs), outputs=list(d.outputs))
