@@ -15,9 +15,8 @@ def run(x0, x1):
     def _fl(d):
         return torch.float64 if _hi and d.is_floating_point else d
 
-    num_tokens = x0.shape[1]
-    v0 = torch.ops.aten.alias.default(x0)  # alias_9
-    v1 = torch.ops.aten.t.default(x1)  # t_33
-    v2 = torch.ops.aten.view.default(v0, [(num_tokens), 2048])  # view_432
-    v3 = torch.ops.aten.mm.default(v2, v1)  # mm_33
-    return v3
+    num_tokens = x1.shape[1]
+    v0 = torch.ops.aten.t.default(x0)  # t
+    v1 = torch.ops.aten.view.default(x1, [(num_tokens), 2048])  # view_3
+    v2 = torch.ops.aten.mm.default(v1, v0)  # mm
+    return v2
