@@ -51,11 +51,15 @@ def test_catalog_passes_on_gpu(task, gpu_tasks, tmp_path):
 def test_wrong_fixtures_caught_on_gpu(task, gpu_tasks, tmp_path):
     wrong = gpu_tasks[task] / "solutions" / "wrong"
     manifest = tomllib.loads((wrong / "expected.toml").read_text())
-    for name, exp in manifest.items():
-        path = wrong / f"{name}.py" if (wrong / f"{name}.py").exists() else wrong / name
-        rep = _gpu_eval(gpu_tasks[task], path, extra=("--timeout", "60", "--no-timing"), tmp=tmp_path)
-        [s] = [s for s in rep["solutions"] if s["role"] == "candidate"]
-        assert s["status"] == exp["status"], (name, s["reason"])
+    # one eval for every fixture (each still in its own runner): one CLI start per fixture ran the 26 of
+    # rmsnorm past 110 s on the H200 (session 6), the way the CPU suite's batching had found
+    names = list(manifest)
+    paths = [wrong / f"{n}.py" if (wrong / f"{n}.py").exists() else wrong / n for n in names]
+    rep = _gpu_eval(gpu_tasks[task], *paths, extra=("--timeout", "60", "--no-timing"), tmp=tmp_path)
+    rows = [s for s in rep["solutions"] if s["role"] == "candidate"]
+    assert len(rows) == len(names), [s["name"] for s in rows]
+    for name, s in zip(names, rows, strict=True):  # the report keeps the given order
+        assert s["status"] == manifest[name]["status"], (name, s["reason"])
 
 
 def test_checks_give_up_the_gpu_while_triton_compiles(gpu_tasks, tmp_path, monkeypatch):

@@ -62,7 +62,7 @@ def test_records_carry_sol_and_no_honest_kernel_is_impossible(tmp_path):
     task = small_task("rmsnorm", tmp_path, [{"batch_size": 1}, {"batch_size": 8192}])
     out = tmp_path / "r.json"
     proc = kc("eval", task, task / "solutions" / "triton_rowwise.py", "--device", "cuda", "--budget-ms", "50",
-              "--json", out)
+              "--with-baseline", "--json", out)  # a named solution alone gets no baseline row without it
     assert proc.returncode == 0, proc.stdout + proc.stderr
     rep = json.loads(out.read_text())
     assert rep["timing_version"] == TIMING_VERSION and rep["calibration"]["copy_gbs"] > 100
