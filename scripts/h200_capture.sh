@@ -49,8 +49,10 @@ step() {  # step NAME LIMIT_S CMD...: run unless the deadline is near, log, reco
   tail -n 30 "$OUT/$name.log"
 }
 
-# MODELS / MODES pick a part of the sweep (e.g. MODELS=qwen3-next MODES=eager E2E=0 re-runs one capture)
-for model in ${MODELS:-llama3-8b qwen3-next}; do
+# MODELS / MODES pick a part of the sweep (e.g. MODELS=qwen3-next MODES=eager E2E=0 re-runs one capture);
+# CAPTURE=0 runs the export and e2e steps alone
+[ "${CAPTURE:-1}" = 1 ] || MODELS_RUN=""
+for model in ${MODELS_RUN-${MODELS:-llama3-8b qwen3-next}}; do
   layers=2; [ "$model" = qwen3-next ] && layers=4
   for mode in ${MODES:-eager compile}; do
     if [ "$mode" = eager ]; then
