@@ -149,6 +149,41 @@ def test_a_freeze_stops_what_the_call_started_and_a_thaw_continues_it(tmp_path):
         assert not Path(f"/proc/{p}").exists() or _state(p) == "Z"
 
 
+def test_closing_a_runner_kills_what_it_left_and_nothing_else_of_the_judges(tmp_path):
+    """A closed runner's orphans (the candidate's child, handed to the judge as subreaper with no pid
+    namespace in between) are killed; the judge's own other children are not, and their exit statuses
+    stay theirs (CI: closing a runner killed the multiprocessing forkserver a later evaluate() needed,
+    and its waitpid(-1) could take a sanitizer run's exit code)."""
+    import subprocess
+
+    from kernelcraft.runner.client import descendants
+
+    sleeper = subprocess.Popen(["sleep", "60"])
+    quick = subprocess.Popen(["sh", "-c", "exit 3"])
+    deadline = time.monotonic() + 10
+    while _state(quick.pid) != "Z" and time.monotonic() < deadline:  # a zombie nobody has waited for yet
+        time.sleep(0.01)
+    client, judge, subject = _runner(tmp_path, fork=True, exec_runner=True)  # launcher path: no pid namespace
+    try:
+        before = set(descendants(client.pid))
+        inputs = _inputs(2, 1)
+        subject.place(inputs, {"batch_size": 2, "hidden_size": 4096})
+        _right(subject, inputs)  # the call forks a child that keeps running
+        started = set(descendants(client.pid)) - before
+        assert started, "the candidate's child is not in the runner's tree"
+    finally:
+        subject.close()
+        client.close()
+    try:
+        for p in started:
+            assert not Path(f"/proc/{p}").exists() or _state(p) == "Z", (p, _state(p))
+        assert sleeper.poll() is None, "closing the runner killed a child of the judge's that was not the runner's"
+        assert quick.wait(5) == 3  # its status was not taken by a waitpid(-1)
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+
+
 @pytest.mark.parametrize("text", ["n >= 1", "x.min() >= 0", "idx[-1].item() == total"])
 def test_constraint_names_are_read_once(text):
     from kernelcraft.task import constraints

@@ -115,6 +115,7 @@ class RunnerClient:
             runner_end.close()
             self.pid, self.sock = self.popen.pid, judge_end
             _LIVE.add(self.pid)
+            _RUNNER_SIDS.add(self.pid)  # with no profiler in between, the runner is this process (it calls setsid)
             return
         pid = os.fork()
         if pid == 0:
@@ -126,6 +127,7 @@ class RunnerClient:
         runner_end.close()
         self.pid, self.sock = pid, judge_end
         _LIVE.add(pid)
+        _RUNNER_SIDS.add(pid)  # the runner's first act is setsid()
 
     # -- the process ---------------------------------------------------------------------------
     def wait_ready(self, timeout: float) -> None:
@@ -138,10 +140,12 @@ class RunnerClient:
                         "degraded": [str(x)[:300] for x in sb.get("degraded", [])][:20]}
         if self.popen is not None:
             self.sandbox["degraded"].append("not stopped between requests (a runner under Nsight Compute)")
+        _note_tree(self.pid)  # the runner has called setsid by now: its session marks its orphans
         self.freeze()
 
     def _signal_all(self, sig: int, pids: list[int] | None = None) -> list[int]:
         pids = descendants(self.pid) if pids is None else pids
+        _RUNNER_TREE.update(pids)  # what the candidate started, should it be orphaned before close
         for p in pids:
             with contextlib.suppress(OSError):
                 os.kill(p, sig)
@@ -201,6 +205,7 @@ class RunnerClient:
         """End the runner and every process it started; remove its scratch folder. ``courtesy_s``: how
         long it may take to exit when asked (none after a timeout: the recording process's own deadline
         for this job is near, and a judge killed first would leave nothing to kill its runner)."""
+        _note_tree(self.pid)  # before it exits: then its children are orphans, no longer below it
         with contextlib.suppress(Exception):
             self.thaw()
             wire.send(self.sock, {"op": "exit"})
@@ -211,6 +216,7 @@ class RunnerClient:
             # a launcher (a profiler) writes its report once its target has exited: give it that time
             with contextlib.suppress(subprocess.TimeoutExpired):
                 self.popen.wait(timeout=LAUNCHER_EXIT_S if not self.timed_out else 5.0)
+        _note_tree(self.pid)
         for p in reversed(descendants(self.pid)):
             with contextlib.suppress(OSError):
                 os.kill(p, signal.SIGKILL)
@@ -300,26 +306,48 @@ def _exit_of(pid: int) -> str:
 
 
 _LIVE: set[int] = set()  # pids of this judge's runners still in use (a confirmation runs beside the main one)
+# The sessions of every runner this process started (a forked runner calls setsid first: its session id is its
+# pid; a launched one's, and its children's, are read at close) and every pid seen in a runner's tree: what is
+# an orphan of a runner. Anything else among this process's children (the multiprocessing forkserver, a
+# sanitizer run, a pool's workers) is not a runner's and is left alone: killing every non-runner child killed
+# the forkserver a later evaluate() in the same process needed (CI: "ChildProcessError: No child processes").
+_RUNNER_SIDS: set[int] = set()
+_RUNNER_TREE: set[int] = set()
+
+
+def _session_of(pid: int) -> int | None:
+    try:
+        stat = _read_small(f"/proc/{pid}/stat")
+        return int(stat[stat.rindex(b")") + 2:].split()[3])  # fields after "(comm)": state ppid pgrp session
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def _note_tree(pid: int) -> None:
+    for p in descendants(pid):
+        _RUNNER_TREE.add(p)
+        sid = _session_of(p)
+        if sid is not None and sid != os.getsid(0):
+            _RUNNER_SIDS.add(sid)
 
 
 def _reap_orphans() -> None:
-    """Processes a runner left behind that the kernel handed to this subreaper (they are this
-    process's children but no live runner): killed, with what they started, and reaped."""
+    """Processes a runner left behind that the kernel handed to this subreaper (this process's children
+    now, of a runner's session or tree, and no live runner): killed, with what they started, and reaped
+    by pid (never ``waitpid(-1)``: that would take the exit status of a child someone else waits for)."""
     mine = os.getpid()
     children = []
     for t in os.listdir(f"/proc/{mine}/task"):
         with contextlib.suppress(OSError, ValueError):
             children += [int(c) for c in Path(f"/proc/{mine}/task/{t}/children").read_text().split()]
+    killed = []
     for child in children:
-        if child in _LIVE:
+        if child in _LIVE or not (child in _RUNNER_TREE or _session_of(child) in _RUNNER_SIDS):
             continue
         for p in reversed(descendants(child)):
             with contextlib.suppress(OSError):
                 os.kill(p, signal.SIGKILL)
-    while True:
-        try:
-            pid, _ = os.waitpid(-1, os.WNOHANG)
-        except ChildProcessError:
-            return
-        if pid == 0:
-            return
+        killed.append(child)
+    for child in killed:
+        with contextlib.suppress(ChildProcessError):
+            os.waitpid(child, 0)
