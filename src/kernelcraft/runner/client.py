@@ -311,6 +311,7 @@ _LIVE: set[int] = set()  # pids of this judge's runners still in use (a confirma
 # an orphan of a runner. Anything else among this process's children (the multiprocessing forkserver, a
 # sanitizer run, a pool's workers) is not a runner's and is left alone: killing every non-runner child killed
 # the forkserver a later evaluate() in the same process needed (CI: "ChildProcessError: No child processes").
+# A child detached into a session of its own is still treated as an orphan (see _reap_orphans).
 _RUNNER_SIDS: set[int] = set()
 _RUNNER_TREE: set[int] = set()
 
@@ -340,9 +341,16 @@ def _reap_orphans() -> None:
     for t in os.listdir(f"/proc/{mine}/task"):
         with contextlib.suppress(OSError, ValueError):
             children += [int(c) for c in Path(f"/proc/{mine}/task/{t}/children").read_text().split()]
+    own = os.getsid(0)
     killed = []
     for child in children:
-        if child in _LIVE or not (child in _RUNNER_TREE or _session_of(child) in _RUNNER_SIDS):
+        if child in _LIVE:
+            continue
+        sid = _session_of(child)
+        # a runner's (its tree, its session), or detached into a session of its own (fork, setsid, fork
+        # and exit before a freeze saw it: adversarial/orphan_rewrites_record.py outside a pid namespace);
+        # a child in this process's own session that no runner tree held is the judge's own: left alone
+        if not (child in _RUNNER_TREE or sid in _RUNNER_SIDS or (sid is not None and sid != own)):
             continue
         for p in reversed(descendants(child)):
             with contextlib.suppress(OSError):
