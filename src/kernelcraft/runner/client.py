@@ -115,7 +115,6 @@ class RunnerClient:
             runner_end.close()
             self.pid, self.sock = self.popen.pid, judge_end
             _LIVE.add(self.pid)
-            _RUNNER_SIDS.add(self.pid)  # with no profiler in between, the runner is this process (it calls setsid)
             return
         pid = os.fork()
         if pid == 0:
@@ -127,7 +126,6 @@ class RunnerClient:
         runner_end.close()
         self.pid, self.sock = pid, judge_end
         _LIVE.add(pid)
-        _RUNNER_SIDS.add(pid)  # the runner's first act is setsid()
 
     # -- the process ---------------------------------------------------------------------------
     def wait_ready(self, timeout: float) -> None:
@@ -140,7 +138,6 @@ class RunnerClient:
                         "degraded": [str(x)[:300] for x in sb.get("degraded", [])][:20]}
         if self.popen is not None:
             self.sandbox["degraded"].append("not stopped between requests (a runner under Nsight Compute)")
-        _note_tree(self.pid)  # the runner has called setsid by now: its session marks its orphans
         self.freeze()
 
     def _signal_all(self, sig: int, pids: list[int] | None = None) -> list[int]:
@@ -205,7 +202,7 @@ class RunnerClient:
         """End the runner and every process it started; remove its scratch folder. ``courtesy_s``: how
         long it may take to exit when asked (none after a timeout: the recording process's own deadline
         for this job is near, and a judge killed first would leave nothing to kill its runner)."""
-        _note_tree(self.pid)  # before it exits: then its children are orphans, no longer below it
+        _RUNNER_TREE.update(descendants(self.pid))  # before it exits: then its children are no longer below it
         with contextlib.suppress(Exception):
             self.thaw()
             wire.send(self.sock, {"op": "exit"})
@@ -216,8 +213,9 @@ class RunnerClient:
             # a launcher (a profiler) writes its report once its target has exited: give it that time
             with contextlib.suppress(subprocess.TimeoutExpired):
                 self.popen.wait(timeout=LAUNCHER_EXIT_S if not self.timed_out else 5.0)
-        _note_tree(self.pid)
-        for p in reversed(descendants(self.pid)):
+        tree = descendants(self.pid)
+        _RUNNER_TREE.update(tree)
+        for p in reversed(tree):
             with contextlib.suppress(OSError):
                 os.kill(p, signal.SIGKILL)
         if self.popen is not None:
@@ -306,13 +304,11 @@ def _exit_of(pid: int) -> str:
 
 
 _LIVE: set[int] = set()  # pids of this judge's runners still in use (a confirmation runs beside the main one)
-# The sessions of every runner this process started (a forked runner calls setsid first: its session id is its
-# pid; a launched one's, and its children's, are read at close) and every pid seen in a runner's tree: what is
-# an orphan of a runner. Anything else among this process's children (the multiprocessing forkserver, a
-# sanitizer run, a pool's workers) is not a runner's and is left alone: killing every non-runner child killed
-# the forkserver a later evaluate() in the same process needed (CI: "ChildProcessError: No child processes").
-# A child detached into a session of its own is still treated as an orphan (see _reap_orphans).
-_RUNNER_SIDS: set[int] = set()
+# Every pid seen in a runner's tree (at each freeze and at close). An orphan of a runner is one of these, or is in
+# a session other than this process's (every runner calls setsid first, so all it starts is). The rest of this
+# process's children (the multiprocessing forkserver, a pool's workers) are left alone: killing every non-runner
+# child killed the forkserver a later evaluate() in the same process needed (CI: "ChildProcessError: No child
+# processes").
 _RUNNER_TREE: set[int] = set()
 
 
@@ -322,14 +318,6 @@ def _session_of(pid: int) -> int | None:
         return int(stat[stat.rindex(b")") + 2:].split()[3])  # fields after "(comm)": state ppid pgrp session
     except (OSError, ValueError, IndexError):
         return None
-
-
-def _note_tree(pid: int) -> None:
-    for p in descendants(pid):
-        _RUNNER_TREE.add(p)
-        sid = _session_of(p)
-        if sid is not None and sid != os.getsid(0):
-            _RUNNER_SIDS.add(sid)
 
 
 def _reap_orphans() -> None:
@@ -350,7 +338,7 @@ def _reap_orphans() -> None:
         # a runner's (its tree, its session), or detached into a session of its own (fork, setsid, fork
         # and exit before a freeze saw it: adversarial/orphan_rewrites_record.py outside a pid namespace);
         # a child in this process's own session that no runner tree held is the judge's own: left alone
-        if not (child in _RUNNER_TREE or sid in _RUNNER_SIDS or (sid is not None and sid != own)):
+        if not (child in _RUNNER_TREE or (sid is not None and sid != own)):
             continue
         for p in reversed(descendants(child)):
             with contextlib.suppress(OSError):
