@@ -103,12 +103,12 @@ def _three_workload_task(dest: Path) -> Path:
     return small_task("rmsnorm", dest, [{"batch_size": 1}, {"batch_size": 128}, {"batch_size": 4096}])
 
 
-def turnaround(device: str) -> dict:
+def turnaround(device: str) -> tuple[dict, dict]:
     from kernelcraft.gauntlet import Options, evaluate
     from kernelcraft.solution.model import load_solution
     from kernelcraft.task.loader import load_task
 
-    out = {}
+    out, phases = {}, {}
     with tempfile.TemporaryDirectory() as d:
         task = load_task(_three_workload_task(Path(d)))
         # warm_spare: every evaluation leaves a started worker behind for the next, as in an agent's loop
@@ -134,8 +134,10 @@ def turnaround(device: str) -> dict:
                 t0 = time.monotonic()
                 rep = evaluate(task, [("candidate", sol, str(path))], opts)
                 out[f"{kind}_{state}"] = time.monotonic() - t0
-                print(f"turnaround {kind}_{state}: {out[f'{kind}_{state}']:.2f} s ({rep.solutions[0].status})")
-    return out
+                phases[f"{kind}_{state}"] = rep.solutions[0].phases_s  # where the seconds went
+                print(f"turnaround {kind}_{state}: {out[f'{kind}_{state}']:.2f} s ({rep.solutions[0].status}), "
+                      f"phases {phases[f'{kind}_{state}']}")
+    return out, phases
 
 
 def candidates_per_minute(device: str, n: int) -> dict:
@@ -218,7 +220,7 @@ def main() -> None:
         result["ncu_agreement_pct"] = ncu.get("worst_pct")
         result["ncu_agreement_detail"] = ncu
     if "turnaround" in parts:
-        result["turnaround_s"] = turnaround(args.device)
+        result["turnaround_s"], result["turnaround_phases_s"] = turnaround(args.device)
     if "throughput" in parts:
         per_min = candidates_per_minute(args.device, 4 if args.quick else 12)
         result["candidates_per_gpu_minute"] = per_min["value"]

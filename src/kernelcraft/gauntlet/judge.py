@@ -47,6 +47,7 @@ from kernelcraft.task.workload import Workload
 # the tails of honest kernels match a no-op's within a few microseconds.
 ESCAPE_MS = 0.02
 ESCAPE_FRACTION = 0.1
+NOOP_EVERY = 4  # the runner's no-op turn on one rep in this many
 CHECK_PROBABILITY = 1 / 8  # share of timed calls whose outputs the judge checks (chosen secretly)
 # A placement reuses the arena it fits in unless that is over this factor and slack larger than it needs.
 ARENA_KEEP_FACTOR = 4
@@ -401,7 +402,10 @@ class _RemoteTimer(Remote):
         if subject.dps:
             subject._poison_outputs()
         judge.sync()
-        r = subject._ask("rep", protocol.RepReply, noop_first=noop_first)
+        # the runner's no-op every NOOP_EVERY-th rep (in alternating order): the tails' baseline needs a
+        # median, not a sample per rep
+        noop = rep % NOOP_EVERY == 0
+        r = subject._ask("rep", protocol.RepReply, noop=noop, noop_first=bool((rep // NOOP_EVERY) % 2))
         if r.error:
             raise Refused("RUNTIME_ERROR", "during timing: " + r.error)
         if r.ms is None:

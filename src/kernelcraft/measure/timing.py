@@ -272,8 +272,9 @@ def time_interleaved(fns: dict[str, Callable[[], object]], device: str, budget_m
             if n in remote:
                 ms, tail, noop_tail = remote[n].rep(rep, noop_first=bool(rep % 2))
                 samples[n].append(ms)
-                if tail is not None and noop_tail is not None:
+                if tail is not None:
                     remote_tails[n].append(tail)
+                if noop_tail is not None:
                     remote_noop_tails[n].append(noop_tail)
             else:
                 clock.run(n, fns[n], rep)
@@ -297,7 +298,7 @@ def time_interleaved(fns: dict[str, Callable[[], object]], device: str, budget_m
                 out[n].escaped_ms = max(0.0, out[n].tail_ms - noop_tail)
     if cuda:
         for n in remote:
-            if remote_tails[n]:
+            if remote_tails[n] and remote_noop_tails[n]:
                 out[n].tail_ms = statistics.median(remote_tails[n])
                 out[n].escaped_ms = max(0.0, out[n].tail_ms - statistics.median(remote_noop_tails[n]))
     return out
