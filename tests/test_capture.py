@@ -50,7 +50,8 @@ def test_eager_capture_ranks_operators_and_writes_checked_tasks(eager_capture):
     # every row of a task README's share table starts the line (an indented one renders as code)
     text = (pathlib.Path(written[0]["task_dir"]) / "README.md").read_text()
     rows = [ln for ln in text.splitlines() if ln.lstrip().startswith("| prefill") or ln.lstrip().startswith("| decode")]
-    assert len(rows) == 2 and all(ln.startswith("| ") for ln in rows), rows
+    # one row per phase the region was seen in (which regions rank first varies with the CPU's timings)
+    assert len(rows) == len(written[0]["observations"]) >= 1 and all(ln.startswith("| ") for ln in rows), rows
     assert not any(ln.startswith("    #") for ln in text.splitlines()), text[:300]
 
 

@@ -45,6 +45,11 @@ def test_catalog2_task_on_cpu(task, catalog2, tmp_path):
     expected = tomllib.loads((TASKS / task / "solutions" / "wrong" / "expected.toml").read_text())
     good = sorted((t / "solutions").glob("*.py"))
     extra = ("--time",) if task == "cross_entropy" else ()  # timing: one task is enough here
+    if task == "topk":
+        # The interpreter's cost of the radix select depends on the drawn holdouts' shapes, not their
+        # bytes: 12 x 1077 (k = 38) took 63 s a call, 158 s of holdouts in all (CI, 2026-12-02). This seed
+        # draws 1 x 4954, 3 x 243, 3 x 16 (~4 s); tests/test_holdouts.py covers the draws themselves.
+        extra = ("--seed", "194")
     rep = eval_json(t, *good, *[wrong / f"{name}.py" for name in expected], extra=extra, tmp=tmp_path)
     got = {s["name"]: s for s in rep["solutions"]}
     assert any(s["language"] == "triton" and s["name"] not in expected for s in rep["solutions"])
@@ -53,7 +58,7 @@ def test_catalog2_task_on_cpu(task, catalog2, tmp_path):
             continue
         assert s["status"] == "PASSED", (s["name"], s["reason"])
         assert all(w["status"] == "PASSED" for w in s["workloads"])
-        if extra:
+        if "--time" in extra:
             assert all(w["latency_ms"] > 0 for w in s["workloads"])
         assert s["holdouts"] and all(h["status"] == "PASSED" for h in s["holdouts"])
     for name, exp in expected.items():
