@@ -213,3 +213,4 @@ def test_interrupted_eval_keeps_what_it_recorded(small_tasks, tmp_path):
     rep = json.loads(out.read_text())
     assert [s["name"] for s in rep["solutions"]] == ["triton_tiled"]
     assert rep["solutions"][0]["status"] == "PASSED"
+    assert rep["unfinished"] == ["never_returns"]  # the record says what the run never finished

@@ -234,9 +234,14 @@ def eval_cmd(
                    devices=_devices(devices), workers=workers, overlap=not no_overlap, sanitize=tools,
                    confirm=confirm)
 
+    names = [entry[1].name for entry in entries]
+
     def save(report) -> None:
-        # Rewritten after every solution, atomically: an interrupted run keeps what it measured.
+        # Rewritten after every solution, atomically: an interrupted run keeps what it measured, and
+        # names what it had not finished (`unfinished`, empty once every row has its result).
         if json_path:
+            done = {s.name for s in report.solutions}
+            report.unfinished = [n for n in names if n not in done]
             json_path.parent.mkdir(parents=True, exist_ok=True)
             tmp = json_path.with_name(json_path.name + ".partial")
             tmp.write_text(report.model_dump_json(indent=2) + "\n")
@@ -245,7 +250,7 @@ def eval_cmd(
     from kernelcraft.progress import EvalProgress
 
     try:
-        with EvalProgress(console, [entry[1].name for entry in entries], dev) as shown:
+        with EvalProgress(console, names, dev) as shown:
             report = evaluate(task, entries, opts, on_progress=shown.on_progress, on_result=save,
                               on_phase=shown.on_phase)
     except InputError as e:

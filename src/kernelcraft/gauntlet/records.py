@@ -103,6 +103,9 @@ class EvalReport(_Record):
     timing_note: str = ""
     solutions: list[SolutionResult] = Field(default_factory=list)
     test_switches: list[str] = Field(default_factory=list)  # gates a test switched off for this run
+    # rows named for this run with no result yet when the record was written: an interrupted run's
+    # record says what it never finished; empty in a finished record
+    unfinished: list[str] = Field(default_factory=list)
 
 
 def weighted_geomean(values: list[float], weights: list[float]) -> float | None:
