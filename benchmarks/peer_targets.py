@@ -1,6 +1,6 @@
 """Issue 21's targets, checked from evaluation records (reads JSON, needs no GPU).
 
-    PYTHONPATH=src python3 benchmarks/peer_targets.py                      # the 8 catalog records
+    PYTHONPATH=src python3 benchmarks/peer_targets.py                      # the 12 catalog records
     PYTHONPATH=src python3 benchmarks/peer_targets.py results/h200/softmax.json --out /tmp/t.json
     PYTHONPATH=src python3 benchmarks/peer_targets.py --candidate softmax=softmax_bf16_cuda_vec8
 
@@ -48,7 +48,8 @@ LARGE_MIN_RATIO = 0.98
 DECODE_MAX_ROWS = 64
 CATALOG_MIN_GEOMEAN = 1.10
 CATALOG = ("rmsnorm", "softmax", "cross_entropy", "fused_add_rmsnorm", "layernorm", "silu_mul",
-           "gelu_tanh_mul", "rope")
+           "gelu_tanh_mul", "rope",  # catalog I
+           "topk", "fp8_rowwise_quant", "kmeans_assign", "balanced_kmeans_step")  # catalog II
 DEFAULT_RECORDS = [ROOT / "results" / "h200" / f"{t}.json" for t in CATALOG]
 DEFAULT_OUT = ROOT / "results" / "h200" / "peer_targets.json"
 
