@@ -16,7 +16,7 @@ python3 -c "import fla; print('fla', fla.__version__)" 2>&1 | tail -1
 export KERNELCRAFT_CACHE=/tmp/kc_cache
 start=$(date +%s)
 left() { echo $(( ${DEADLINE:-550} - ($(date +%s) - start) )); }
-declare -A LIMIT=([gdn_prefill]=300 [kda_prefill]=240)
+declare -A LIMIT=([gdn_prefill]=${GDN_S:-300} [kda_prefill]=${KDA_S:-240})
 for t in ${TASKS:-gdn_prefill kda_prefill}; do
   l=$(left); [ "$l" -lt 40 ] && { echo "=== no time for $t"; continue; }
   lim=${LIMIT[$t]}; [ "$lim" -gt "$l" ] && lim=$l
