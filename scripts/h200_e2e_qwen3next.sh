@@ -71,8 +71,9 @@ fi
 export PYTHONPATH=/tmp/site_e2e:/tmp/site:$PWD/src
 peer_args=()
 if [ -n "$PEER" ]; then
-  if ls .whl-peers/*.whl > /dev/null 2>&1; then
-    timeout 60 python3 scripts/install_missing_wheels.py .whl-peers /tmp/site_peers --check fla.ops.gated_delta_rule \
+  PEER_WHEELS=${PEER_WHEELS:-.whl-peers/c1}  # carry it: fla-core, flash-linear-attention (+ the small peers)
+  if ls "$PEER_WHEELS"/*.whl > /dev/null 2>&1; then
+    timeout 60 python3 scripts/install_missing_wheels.py "$PEER_WHEELS" /tmp/site_peers --check fla.ops.gated_delta_rule \
       2>&1 | tail -5 | tee "$OUT/wheels_peers.log"
     export PYTHONPATH=$PYTHONPATH:/tmp/site_peers
   fi
