@@ -266,6 +266,25 @@ def test_honest_binding_passes_and_its_pybind_expansion_is_not_the_c_api():
 
 
 @needs_nvcc
+def test_the_expansion_is_cached_and_a_changed_source_is_expanded_again(monkeypatch):
+    """The judge keeps each expansion (keyed by sources, commands, compilers): the same solution checked
+    again runs no preprocessor and gets the same verdict; one changed byte is preprocessed afresh."""
+    sol = _cuda(PASTE + "void side() { cudaStream_t s; CAT(cudaStream, Create)(&s); }\n")
+    first = static_cxx.expand(sol)
+
+    def no_process(*args, **kwargs):
+        raise AssertionError("the preprocessor ran again")
+
+    monkeypatch.setattr(subprocess, "Popen", no_process)
+    assert static_cxx.expand(sol) == first
+    v = check_static(sol)
+    assert not v.passed and "cudaStreamCreate, after macro expansion" in v.reason, v.reason
+    changed = _cuda(PASTE + "void side() { cudaStream_t s; CAT(cudaStream, Create)(&s); } \n")
+    with pytest.raises(AssertionError, match="ran again"):
+        static_cxx.expand(changed)
+
+
+@needs_nvcc
 def test_sync_rules_are_a_group_a_contract_can_allow_later():
     sol = _cuda(PASTE + "void z() { CAT(cudaDevice, Synchronize)(); }\n")
     assert any("synchronizes the device" in f for f in static_cxx.cxx_findings(sol))

@@ -197,18 +197,100 @@ def _missing_on_disk() -> set[str]:
         return set()
 
 
+EXPANSION_FORMAT = "kc-static-pp/1"  # bump when what expand() keeps changes: older cache entries are ignored
+
+
+def _exe_identity(exe: str) -> str:
+    """A compiler as the cache key sees it: its resolved path, size and mtime (an upgraded toolkit is
+    another key), without running it (``--version`` costs a process start per evaluation)."""
+    found = shutil.which(exe) or exe
+    try:
+        real = os.path.realpath(found)
+        st = os.stat(real)
+        return f"{real}:{st.st_size}:{st.st_mtime_ns}"
+    except OSError:
+        return f"{exe}:absent"
+
+
+def _expansion_key(solution: Solution, commands: list[list[str]], missing: set[str]) -> str:
+    import hashlib
+    import json
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        torch_version = version("torch")  # its headers are part of every torch-binding expansion
+    except PackageNotFoundError:
+        torch_version = ""
+    exes = sorted({argv[0] for argv in commands})
+    blob = json.dumps({"format": EXPANSION_FORMAT, "sources": sorted((s.path, s.content) for s in solution.sources),
+                       "commands": commands, "exes": [_exe_identity(e) for e in exes], "torch": torch_version,
+                       "missing": sorted(missing)}, sort_keys=True)
+    return hashlib.sha256(blob.encode()).hexdigest()
+
+
+def _cached_expansion(key: str) -> Expanded | None:
+    import json
+
+    from kernelcraft.solution.build import cache_root
+
+    try:
+        d = json.loads((cache_root() / "static_pp" / f"expanded-{key}.json").read_text(encoding="utf-8"))
+        if d.get("format") != EXPANSION_FORMAT:
+            return None
+        return Expanded(lines={p: [(int(n), str(t)) for n, t in v] for p, v in d["lines"].items()},
+                        includes={p: {(int(n), str(h)) for n, h in v} for p, v in d["includes"].items()},
+                        passes=[str(x) for x in d["passes"]], failed=[str(x) for x in d["failed"]])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None  # absent or unreadable: expand again
+
+
+def _store_expansion(key: str, exp: Expanded) -> None:
+    import json
+
+    from kernelcraft.solution.build import cache_root
+
+    d = cache_root() / "static_pp"
+    try:
+        d.mkdir(parents=True, exist_ok=True)
+        tmp = d / f".expanded-{key}.{os.getpid()}.tmp"
+        tmp.write_text(json.dumps({"format": EXPANSION_FORMAT, "lines": exp.lines,
+                                   "includes": {p: sorted(v) for p, v in exp.includes.items()},
+                                   "passes": exp.passes, "failed": exp.failed}), encoding="utf-8")
+        tmp.replace(d / f"expanded-{key}.json")
+    except OSError:
+        pass  # a cache that cannot be written costs the next evaluation time, nothing else
+
+
 def expand(solution: Solution) -> Expanded:
     """Every pass of every unit as the build runs it, plus one (the host pass) over a copy of the
     sources with a probe after each #define: probes change what follows them (a macro name before
-    a #define no longer meets its arguments), so they get a tree of their own."""
+    a #define no longer meets its arguments), so they get a tree of their own.
+
+    The result is kept in the judge's cache (``static_pp/expanded-<key>.json``), keyed by the sources,
+    every pass's command line, the compilers' identities, torch's version and the headers stubbed as
+    missing: the same solution evaluated again (an agent's loop, a cached turnaround) skips the
+    preprocessor, ~0.5 s of nvcc -E per evaluation. Only the recording process writes that cache; a
+    candidate's runner has a cache of its own (runner/client.py::sandbox_cache)."""
     sources = [s for s in solution.sources if not s.path.endswith(".py")]
     units = [s.path for s in sources if s.path.endswith(UNIT_SUFFIXES)]
+    missing = _known_missing | _missing_on_disk()
+    key = _expansion_key(solution, [argv for u in units for _, argv in _commands(solution, u)], missing)
+    cached = _cached_expansion(key)
+    if cached is not None:
+        return cached
+    exp = _expand(solution, sources, units, missing)
+    if not exp.failed:  # a failed pass (a timeout, a broken toolkit) is tried again next time
+        _store_expansion(key, exp)
+    return exp
+
+
+def _expand(solution: Solution, sources: list, units: list[str], missing: set[str]) -> Expanded:
     own = {s.path for s in sources}
     exp = Expanded()
     with tempfile.TemporaryDirectory(prefix="kc_static_") as tmp:
         stub_dir = Path(tmp) / "stubs"
         stub_dir.mkdir()
-        for h in sorted(_known_missing | _missing_on_disk()):
+        for h in sorted(missing):
             _stub(stub_dir, h)
         trees = {}
         for tree, transform in (("as-written", lambda p, t: t), ("probed", _with_probes)):
