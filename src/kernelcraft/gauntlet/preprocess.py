@@ -273,14 +273,18 @@ def expand(solution: Solution) -> Expanded:
     candidate's runner has a cache of its own (runner/client.py::sandbox_cache)."""
     sources = [s for s in solution.sources if not s.path.endswith(".py")]
     units = [s.path for s in sources if s.path.endswith(UNIT_SUFFIXES)]
+    commands = [argv for u in units for _, argv in _commands(solution, u)]
     missing = _known_missing | _missing_on_disk()
-    key = _expansion_key(solution, [argv for u in units for _, argv in _commands(solution, u)], missing)
+    key = _expansion_key(solution, commands, missing)
     cached = _cached_expansion(key)
     if cached is not None:
         return cached
     exp = _expand(solution, sources, units, missing)
     if not exp.failed:  # a failed pass (a timeout, a broken toolkit) is tried again next time
-        _store_expansion(key, exp)
+        # under the headers known missing after this expansion too (it may have found new ones):
+        # the key the next check computes
+        for k in {key, _expansion_key(solution, commands, _known_missing | _missing_on_disk())}:
+            _store_expansion(k, exp)
     return exp
 
 
