@@ -46,5 +46,6 @@ fi
 ruff check .
 # Two workers (pytest-xdist), one test file each at a time (--dist loadfile keeps a file's module fixtures
 # in one process): the suite is mostly one-core work (a judge and its runner take turns), so on the
-# 2-core CI machine this halves its wall time. KC_TEST_WORKERS=0 runs it in this process.
-python -m pytest -q -n "${KC_TEST_WORKERS:-2}" --dist loadfile --durations=25 "$@"
+# 2-core CI machine this halves its wall time. The longest files start first (tests/conftest.py LONGEST_FIRST;
+# --no-loadscope-reorder keeps that order). KC_TEST_WORKERS=0 runs it in this process.
+python -m pytest -q -n "${KC_TEST_WORKERS:-2}" --dist loadfile --no-loadscope-reorder --durations=25 "$@"

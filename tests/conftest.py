@@ -97,7 +97,19 @@ def small_tasks(tmp_path_factory) -> dict[str, Path]:
     return {name: small_task(name, base) for name in SMALL_AXES}
 
 
+# The files that take longest on the 2-core CI machine (--durations, 2026-12-02), longest first. xdist
+# (--dist loadfile --no-loadscope-reorder, scripts/test.sh) hands files to its workers in collection
+# order, so these start first and the run does not end on one worker finishing a long file while the
+# other idles: xdist's own reorder (most tests first) put test_e2e_gdn's 100 s, with 5 tests, at the end.
+LONGEST_FIRST = ("test_gauntlet_cpu.py", "test_e2e_gdn.py", "test_capture.py", "test_import_kernelbench.py",
+                 "test_catalog2.py", "test_linear_attention.py", "test_kernelbench_real.py", "test_scale.py",
+                 "test_static.py", "test_requests.py", "test_optimize.py", "test_e2e_qwen3_next.py",
+                 "test_interop_fib.py", "test_review.py")
+
+
 def pytest_collection_modifyitems(config, items):
+    rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(rank)))  # stable: each file's own order kept
     try:
         import torch
 
