@@ -18,8 +18,7 @@ from e2e_support import logits as _logits
 pytest.importorskip("transformers", reason="transformers is a test dependency (pip install -e '.[test]')")
 pytest.importorskip("transformers.models.qwen3_next", reason="this transformers has no Qwen3-Next")
 
-INTERPRETED = ("test_exported_gdn_kernels_replace_the_rule", "test_fullgraph_compile_of_the_gdn_decode_step",
-               "test_e2e_run_with_the_gdn_kernels")
+INTERPRETED = ("test_fullgraph_compile_of_the_gdn_decode_step", "test_e2e_run_with_the_gdn_kernels")
 KERNELS = {"gdn_prefill": "triton_chunk", "gdn_decode": "triton_decode"}
 _CACHE: dict = {}
 
@@ -68,9 +67,11 @@ def test_stock_gdn_regions_equal_the_model_bit_for_bit(tiny):
     assert "kc gdn" in type(m.model.layers[0].linear_attn).__qualname__
 
 
-def test_exported_gdn_kernels_replace_the_rule(request, under_interpreter):
-    if ran_in_the_interpreter(request, under_interpreter):
-        return
+def test_exported_gdn_kernels_replace_the_rule(request):
+    """The patch puts the exported ops at every rule call and says how it adapts the model's arguments.
+    Nothing runs here: the logits with the kernels, each call the kernel, each phase its own rule, are
+    checked by test_e2e_run_with_the_gdn_kernels in the interpreter (running both phases here as well
+    cost CI ~21 s of interpreter for the same checks)."""
     from kernelcraft.e2e import regions as R
 
     tiny, pkgs = request.getfixturevalue("tiny"), request.getfixturevalue("pkgs")
@@ -80,16 +81,7 @@ def test_exported_gdn_kernels_replace_the_rule(request, under_interpreter):
     text = " ".join(placed["gdn"]["adaptation"])
     for what in ("A_log", "sigmoid(b) in float32", "use_qk_l2norm_in_kernel=True", "k-last", "cu_seqlens"):
         assert what in text, what
-    for phase, kind in (("prefill", "gdn_prefill"), ("decode", "gdn_decode")):
-        for p in pkgs.values():
-            p.reset_stats()
-        got, ref = _logits(m, tiny, phase).float(), _logits(tiny.model, tiny, phase).float()
-        err = (got - ref).abs()
-        assert err.max() < 0.05 * ref.abs().max() and err.mean() < 0.03 * ref.abs().mean(), (phase, err.max())
-        assert pkgs[kind].stats() == {"kernel": 3, "fallback": 0, "fallback_reasons": {}}, pkgs[kind].stats()
-        other = next(k for k in pkgs if k != kind)
-        assert pkgs[other].stats()["kernel"] == 0  # the other rule is not called in this phase
-        assert [r.calls for r in R.regions(m) if r.kind == kind] == [1, 1, 1]
+    assert sorted(r.kind for r in R.regions(m) if r.kind in pkgs) == ["gdn_decode"] * 3 + ["gdn_prefill"] * 3
 
 
 def test_fullgraph_compile_of_the_gdn_decode_step(request, under_interpreter):
