@@ -86,8 +86,17 @@ def _fresh_build_cache(tmp_path_factory):
     """Every test session builds from scratch: a CUDA source that compiled in an earlier session
     must not pass the compile check from a stale cache entry."""
     os.environ["KERNELCRAFT_CACHE"] = str(tmp_path_factory.mktemp("kc_cache"))
-    # what candidates' runners build into (outside the judge's cache: runner/client.py::sandbox_cache)
-    os.environ["KERNELCRAFT_SANDBOX_CACHE"] = str(tmp_path_factory.mktemp("kc_sandbox_cache"))
+    # what candidates' runners build into (outside the judge's cache: runner/client.py::sandbox_cache).
+    # Under xdist both workers of this run share it, as a pool's workers do (entries are renamed into
+    # place, torch's extension builds hold a lock): rmsnorm's cuda_vec8, a ~25 CPU-s torch-extension
+    # build, is built by four tests in three files. The judge's cache stays per worker (calibration files
+    # are compared byte for byte across an eval in tests/test_adversarial.py).
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        shared = tmp_path_factory.getbasetemp().parent / "kc_sandbox_cache"  # this run's pytest-N folder
+        shared.mkdir(exist_ok=True)
+        os.environ["KERNELCRAFT_SANDBOX_CACHE"] = str(shared)
+    else:
+        os.environ["KERNELCRAFT_SANDBOX_CACHE"] = str(tmp_path_factory.mktemp("kc_sandbox_cache"))
     yield
 
 
