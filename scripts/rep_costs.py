@@ -156,7 +156,7 @@ def main() -> None:
         per_rep = []
         for r in range(args.reps):
             t = time.perf_counter()
-            timer.rep(r, bool(r % 2))
+            timer.rep(r)
             per_rep.append(time.perf_counter() - t)
         handlers = {k: v[before.get(k, 0):] for k, v in handler_times().items()}
         clock = clock_for(args.device)

@@ -395,7 +395,7 @@ class _RemoteTimer(Remote):
         if bad:
             raise Refused("REJECTED", f"[torch-compute] {when} the candidate called torch ops that compute: {bad}")
 
-    def rep(self, rep: int, noop_first: bool) -> tuple[float, float | None, float | None]:
+    def rep(self, rep: int) -> tuple[float, float | None, float | None]:
         judge, subject = self.judge, self.subject
         fresh = make_inputs(judge.task, self.w, judge.seed + 0x71AE + rep, judge.device)
         subject.refill(fresh)

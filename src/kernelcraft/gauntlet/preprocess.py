@@ -182,10 +182,15 @@ def _stub(stub_dir: Path, header: str) -> bool:
     return True
 
 
-def _missing_list() -> Path:
+def _pp_cache() -> Path:
+    """The judge's cache of the static gate's preprocessing (missing headers, macro dumps, expansions)."""
     from kernelcraft.solution.build import cache_root
 
-    d = cache_root() / "static_pp"
+    return cache_root() / "static_pp"
+
+
+def _missing_list() -> Path:
+    d = _pp_cache()
     d.mkdir(parents=True, exist_ok=True)
     return d / "missing_headers.txt"
 
@@ -200,30 +205,12 @@ def _missing_on_disk() -> set[str]:
 EXPANSION_FORMAT = "kc-static-pp/1"  # bump when what expand() keeps changes: older cache entries are ignored
 
 
-def _exe_identity(exe: str) -> str:
-    """A compiler as the cache key sees it: its resolved path, size and mtime (an upgraded toolkit is
-    another key), without running it (``--version`` costs a process start per evaluation)."""
-    found = shutil.which(exe) or exe
-    try:
-        real = os.path.realpath(found)
-        st = os.stat(real)
-        return f"{real}:{st.st_size}:{st.st_mtime_ns}"
-    except OSError:
-        return f"{exe}:absent"
-
-
 def _expansion_key(solution: Solution, commands: list[list[str]], missing: set[str]) -> str:
     import hashlib
     import json
-    from importlib.metadata import PackageNotFoundError, version
 
-    try:
-        torch_version = version("torch")  # its headers are part of every torch-binding expansion
-    except PackageNotFoundError:
-        torch_version = ""
-    exes = sorted({argv[0] for argv in commands})
     blob = json.dumps({"format": EXPANSION_FORMAT, "sources": sorted((s.path, s.content) for s in solution.sources),
-                       "commands": commands, "exes": [_exe_identity(e) for e in exes], "torch": torch_version,
+                       "commands": commands, "toolchains": [_toolchain(e) for e in sorted({argv[0] for argv in commands})],
                        "missing": sorted(missing)}, sort_keys=True)
     return hashlib.sha256(blob.encode()).hexdigest()
 
@@ -231,10 +218,8 @@ def _expansion_key(solution: Solution, commands: list[list[str]], missing: set[s
 def _cached_expansion(key: str) -> Expanded | None:
     import json
 
-    from kernelcraft.solution.build import cache_root
-
     try:
-        d = json.loads((cache_root() / "static_pp" / f"expanded-{key}.json").read_text(encoding="utf-8"))
+        d = json.loads((_pp_cache() / f"expanded-{key}.json").read_text(encoding="utf-8"))
         if d.get("format") != EXPANSION_FORMAT:
             return None
         return Expanded(lines={p: [(int(n), str(t)) for n, t in v] for p, v in d["lines"].items()},
@@ -247,9 +232,7 @@ def _cached_expansion(key: str) -> Expanded | None:
 def _store_expansion(key: str, exp: Expanded) -> None:
     import json
 
-    from kernelcraft.solution.build import cache_root
-
-    d = cache_root() / "static_pp"
+    d = _pp_cache()
     try:
         d.mkdir(parents=True, exist_ok=True)
         tmp = d / f".expanded-{key}.{os.getpid()}.tmp"
@@ -267,7 +250,7 @@ def expand(solution: Solution) -> Expanded:
     a #define no longer meets its arguments), so they get a tree of their own.
 
     The result is kept in the judge's cache (``static_pp/expanded-<key>.json``), keyed by the sources,
-    every pass's command line, the compilers' identities, torch's version and the headers stubbed as
+    every pass's command line, the compilers and torch (:func:`_toolchain`) and the headers stubbed as
     missing: the same solution evaluated again (an agent's loop, a cached turnaround) skips the
     preprocessor, ~0.5 s of nvcc -E per evaluation. Only the recording process writes that cache; a
     candidate's runner has a cache of its own (runner/client.py::sandbox_cache)."""
@@ -387,8 +370,6 @@ def _prefix_dumps(passes, own: set[str], stub_dir: Path) -> dict[int, tuple[int,
     import hashlib
     import json
 
-    from kernelcraft.solution.build import cache_root
-
     wanted: dict[int, tuple[int, str]] = {}
     jobs, keys = [], {}
     for i, (root, texts, unit, _name, argv) in enumerate(passes):
@@ -398,7 +379,7 @@ def _prefix_dumps(passes, own: set[str], stub_dir: Path) -> dict[int, tuple[int,
         prefix = "\n".join(includes)  # comments do not change the macros: equal includes share a dump
         dump_argv = [a for a in argv[:-1] if not a.startswith("-DTORCH_EXTENSION_NAME=")]
         key = hashlib.sha256(json.dumps([prefix, dump_argv, _toolchain(argv[0])]).encode()).hexdigest()[:24]
-        path = cache_root() / "static_pp" / f"{key}.h"
+        path = _pp_cache() / f"{key}.h"
         wanted[i] = (n, str(path))
         if key in _dump_memo or path.is_file() or key in keys:
             continue

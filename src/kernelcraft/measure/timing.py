@@ -199,13 +199,14 @@ class Remote:
     as claims (:mod:`kernelcraft.gauntlet.judge` checks the outputs of timed calls and the speed of
     light; an out-of-process profile confirms promoted ones).
 
-    ``prepare(warmup)`` -> (graph used, graph error); ``rep(rep, noop_first)`` -> (ms, tail_ms,
-    noop_tail_ms), called once per repetition in the rotation's turn."""
+    ``prepare(warmup)`` -> (graph used, graph error); ``rep(rep)`` -> (ms, tail_ms, noop_tail_ms),
+    called once per repetition in the rotation's turn; the remote side decides on which repetitions
+    its no-op runs, and in which order (``noop_tail_ms`` None on the others)."""
 
     def prepare(self, warmup: int) -> tuple[bool, str]:
         raise NotImplementedError
 
-    def rep(self, rep: int, noop_first: bool) -> tuple[float, float | None, float | None]:
+    def rep(self, rep: int) -> tuple[float, float | None, float | None]:
         raise NotImplementedError
 
 
@@ -270,7 +271,7 @@ def time_interleaved(fns: dict[str, Callable[[], object]], device: str, budget_m
         k = rep % len(order)
         for n in order[k:] + order[:k]:
             if n in remote:
-                ms, tail, noop_tail = remote[n].rep(rep, noop_first=bool(rep % 2))
+                ms, tail, noop_tail = remote[n].rep(rep)
                 samples[n].append(ms)
                 if tail is not None:
                     remote_tails[n].append(tail)
