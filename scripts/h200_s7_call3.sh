@@ -9,9 +9,8 @@ export PYTHONUNBUFFERED=1
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 export KC_NO_PACK=1
 source scripts/device_wheels.sh
-python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site_peers \
-  .whl-peers/c1/*.whl > "$OUT/peer_wheels.log" 2>&1 || echo "peer wheels: install failed (see peer_wheels.log)"
-export PYTHONPATH=$PYTHONPATH:/tmp/site_peers:/tmp/site_peers/nvidia_cutlass_dsl/dsl_packages
+PEER_WHEELS=.whl-peers/c1 source scripts/peer_wheels.sh small > "$OUT/peer_wheels.log" 2>&1 \
+  || echo "peer wheels: install failed (see peer_wheels.log)"
 python3 -c "import fla; print('fla', fla.__version__)" 2>&1 | tail -1
 export KERNELCRAFT_CACHE=/tmp/kc_cache
 start=$(date +%s)

@@ -10,6 +10,7 @@
 #       source scripts/peer_wheels.sh install && python3 scripts/h200_peers_check.py --peers torch,liger,quack,fla
 #   later calls on the same warm machine (FlashInfer's nvcc JIT of four modules is the slow part):
 #       source scripts/peer_wheels.sh env && python3 scripts/h200_peers_check.py --peers flashinfer
+#   one call, carry [".whl-peers/c1"] (or small/): PEER_WHEELS=.whl-peers/c1 source scripts/peer_wheels.sh small
 #   Source this after scripts/device_wheels.sh, which sets PYTHONPATH without the cutlass folder.
 #
 # `install` joins the parts kept in $PEER_STASH, checks the sha256 of every part and of the joined
@@ -42,11 +43,16 @@ case "${1:-}" in
         .whl-peers/small/*.whl "$PEER_STASH"/*.whl || return 1
     _peer_env
     ;;
+  small)  # the peers that need no cutlass-cu13 parts (FLA, Liger, ...): one folder, one call
+    python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target "$PEER_SITE" \
+        "${PEER_WHEELS:-.whl-peers/small}"/*.whl || return 1
+    _peer_env
+    ;;
   env)
     _peer_env
     ;;
   *)
-    echo "usage: source scripts/peer_wheels.sh stash|install|env" >&2
+    echo "usage: source scripts/peer_wheels.sh stash|install|small|env" >&2
     return 1
     ;;
 esac
