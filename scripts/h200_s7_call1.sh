@@ -18,21 +18,9 @@ echo "harness: rc=$? $(( $(date +%s) - t0 ))s"; grep -E "turnaround|per GPU-minu
 t0=$(date +%s)
 timeout ${REP_S:-50} python3 scripts/rep_costs.py --device cuda --out "$OUT/rep_costs.json" > "$OUT/rep_costs.log" 2>&1
 echo "rep_costs: rc=$? $(( $(date +%s) - t0 ))s"; grep "^rows" "$OUT/rep_costs.log" | cut -c1-400
-start=$(date +%s)
-TESTS_S=${TESTS_S:-320}
-for t in \
+OUT=$OUT TESTS_S=${TESTS_S:-320} bash scripts/gpu_tests.sh \
   "tests/test_gpu.py::test_wrong_fixtures_caught_on_gpu[rmsnorm]" \
   tests/test_gpu_measure.py::test_side_stream_work_is_seen_as_escaped \
   tests/test_gpu_measure.py::test_records_carry_sol_and_no_honest_kernel_is_impossible \
-  tests/test_gpu_measure.py::test_catalog_rmsnorm_has_no_false_rejection_with_timing \
-  ; do
-  left=$(( TESTS_S - ($(date +%s) - start) ))
-  [ "$left" -lt 20 ] && { echo "skipped (time): $t" | tee -a "$OUT/gpu_tests/SUMMARY.txt"; continue; }
-  lim=$(( left < 110 ? left : 110 ))
-  n=$(echo "$t" | sed 's/.*:://; s/[][]/_/g')
-  t1=$(date +%s)
-  timeout "$lim" python3 -m pytest -q -m gpu -rA -p no:cacheprovider "$t" > "$OUT/gpu_tests/$n.txt" 2>&1
-  rc=$?
-  echo "$rc $(( $(date +%s) - t1 ))s $t" | tee -a "$OUT/gpu_tests/SUMMARY.txt"; tail -2 "$OUT/gpu_tests/$n.txt"
-done
+  tests/test_gpu_measure.py::test_catalog_rmsnorm_has_no_false_rejection_with_timing
 bash scripts/pack_out.sh
