@@ -111,7 +111,13 @@ done
 # the stock rows: transformers' torch fallback even though fla imports (transformers would pick FLA's)
 common=(--model "$MODEL" --layers "$LAYERS" --device cuda --budget-ms "$BUDGET_MS" --profile-iters 5
         --gdn-function torch "${peer_args[@]}")
-step e2e_prefill 200 python3 -m kernelcraft e2e "${packages[@]}" "${common[@]}" --batch "$BATCH_PREFILL" --seq "$SEQ" \
-  --phase prefill --json "$OUT/e2e_qwen3next_prefill.json"
-step e2e_decode 200 python3 -m kernelcraft e2e "${packages[@]}" "${common[@]}" --batch "$BATCH" --seq "$SEQ" \
-  --phase decode --json "$OUT/e2e_qwen3next_decode.json"
+# PHASES: which records to make (2026-12-02: decode 83 s; prefill ran past 200 s, no output)
+for phase in ${PHASES:-prefill decode}; do
+  if [ "$phase" = prefill ]; then
+    step e2e_prefill "${PREFILL_S:-200}" python3 -m kernelcraft e2e "${packages[@]}" "${common[@]}" --batch "$BATCH_PREFILL" \
+      --seq "$SEQ" --phase prefill --json "$OUT/e2e_qwen3next_prefill.json"
+  else
+    step e2e_decode "${DECODE_S:-200}" python3 -m kernelcraft e2e "${packages[@]}" "${common[@]}" --batch "$BATCH" \
+      --seq "$SEQ" --phase decode --json "$OUT/e2e_qwen3next_decode.json"
+  fi
+done

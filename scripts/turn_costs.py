@@ -6,7 +6,8 @@ rotation went from ~1.1 ms before the judge/runner split to ~2.2 ms after it).
 
 Each row is the median host wall time (microseconds) of ``--reps`` calls of one step, on an idle
 device, in the order the timer's turn runs them (kernelcraft.measure.timing._CudaClock): the device
-sync, the persisting-L2 reset, the L2 flush (enqueue alone and with its sync), three event creations,
+sync, the persisting-L2 reset, the L2 flush (enqueue alone and with its sync; beside it kc-timing/4's
+int32 sum and a float32 max of the same bytes), three event creations,
 one event record, a whole turn of a no-op and of a graph replay (``run`` + ``collect``); then the
 judge<->runner wire: a request/reply round trip of a rep-sized JSON message to a forked echo process
 over a socketpair (kernelcraft.runner.wire), the validation of a RepReply, and the fresh inputs of an
@@ -117,6 +118,11 @@ def cuda_rows(reps: int) -> dict:
             clock.collect()
         return t
 
+    # the flush as kc-timing/4 had it (int32 summed into int64) and a max instead of a sum
+    ibuf = torch.ones(buf.numel(), dtype=torch.int32, device=dev)
+    out["flush_int32_sum_with_sync_us"] = _median_us(lambda: (torch.sum(ibuf), sync()), reps, setup=sync)
+    out["flush_float32_amax_with_sync_us"] = _median_us(lambda: (torch.amax(buf), sync()), reps, setup=sync)
+    del ibuf
     out["turn_noop_us"] = _median_us(turn(lambda: None), reps)
     out["turn_graph_us"] = _median_us(turn(lambda: T._replay(g)), reps)
     out["flush_step_us"] = _median_us(clock.flush, reps)

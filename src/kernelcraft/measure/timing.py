@@ -9,7 +9,9 @@ neither side always runs first.
   late``. The start event is enqueued behind the flush kernel, so the host's launch of ``fn``
   overlaps the flush, and the events bracket the device time of ``fn`` rather than the host's
   enqueue, as long as launching ``fn`` takes less host time than the flush takes device time (about
-  30 us for 120 MB on an H200). The flush reads rather than writes: a written flush buffer leaves
+  35 us for 120 MB on an H200: the buffer is float32, whose sum reads at the copy bandwidth; kc-timing/4
+  summed int32, an int64 accumulation that took ~170 us, and every turn's final sync waited for it,
+  scripts/turn_costs.py). The flush reads rather than writes: a written flush buffer leaves
   the L2 full of dirty lines, and the timed kernel then pays for writing them back (kc-timing/2
   measured a constant ~4.5 us more than Nsight Compute on an H200: 23.6 vs 19.0 us for an 80 MB
   copy-like kernel). ``late - end`` (the *tail*) is the time the device needed after the
@@ -33,7 +35,9 @@ changes nothing here (and the integrity gate rejects it for trying).
 
 Stopping rule: at least ``min_reps`` repetitions; then stop once every function has either
 accumulated ``budget_ms`` of measured time or a median whose 95% confidence interval (distribution
-free, from order statistics) lies within ``ci_target`` of it; also stop on a wall-time bound
+free, from order statistics) lies within ``ci_target`` of it or within one tick of the clock
+(the smallest gap between distinct samples: 32 ns for CUDA events on the H200), whichever is
+wider; also stop on a wall-time bound
 (``WALL_FACTOR x budget_ms`` per function: short kernels spend most of a repetition in the host
 loop and the flush) or at ``max_reps``. Reported: the median, its confidence interval, the
 25th/75th percentiles, the minimum, the count.
@@ -49,7 +53,7 @@ from dataclasses import asdict, dataclass
 
 import torch
 
-TIMING_VERSION = "kc-timing/4"  # kc-timing/3 + candidates timed in their sandboxed runner on fresh inputs each rep
+TIMING_VERSION = "kc-timing/5"  # kc-timing/4 + the flush a float32 read (~35 us, was ~170 us) + a CI of one clock tick converges
 WALL_FACTOR = 3.0
 NOOP = "__noop__"
 
@@ -134,8 +138,10 @@ class _CudaClock:
         self.device = device
         self.cudart = _cudart if _cudart.available() else None
         l2 = torch.cuda.get_device_properties(device).L2_cache_size
-        self.flush_buffer = _empty(max(2 * l2, 1 << 20) // 4, dtype=torch.int32, device=device)
-        _fill(self.flush_buffer, 1)
+        # float32: torch's float reduction reads at the copy bandwidth; an int32 sum (int64 accumulation)
+        # took ~170 us of device time for the same 120 MB on the H200, which every turn waited for
+        self.flush_buffer = _empty(max(2 * l2, 1 << 20) // 4, dtype=torch.float32, device=device)
+        _fill(self.flush_buffer, 1.0)
         self.pending: list[tuple[str, object, object, object]] = []
         self.tails: dict[str, list[float]] = {}
 
@@ -210,13 +216,27 @@ class Remote:
         raise NotImplementedError
 
 
+TICK_FLOOR_MS = 1e-6  # gaps below 1 ns between samples are float rounding of one clock value, not a tick
+
+
+def clock_tick(sorted_samples: list[float]) -> float:
+    """The clock's resolution as the samples show it: the smallest gap between two distinct values
+    (CUDA events on the H200 count in steps of 32 ns: every latency in results/h200 is a multiple of
+    0.000032 ms); 0 for fewer than two distinct values."""
+    gaps = [b - a for a, b in zip(sorted_samples, sorted_samples[1:]) if b - a > TICK_FLOOR_MS]
+    return min(gaps) if gaps else 0.0
+
+
 def _converged(samples: list[float], budget_ms: float, ci_target: float) -> bool:
+    """Enough: ``budget_ms`` of measured time, or a median's confidence interval within ``ci_target``
+    of it, or within one tick of the clock, whichever is wider (a 4 us kernel's 0.5% is 20 ns, below
+    the events' 32 ns step: no number of repetitions narrows an interval between two ticks)."""
     if sum(samples) >= budget_ms:
         return True
     s = sorted(samples)
     lo, hi = median_ci(s)
     med = statistics.median(s)
-    return med > 0 and (hi - lo) / 2 <= ci_target * med
+    return med > 0 and (hi - lo) / 2 <= max(ci_target * med, clock_tick(s))
 
 
 def time_interleaved(fns: dict[str, Callable[[], object]], device: str, budget_ms: float = 500.0,
