@@ -134,6 +134,7 @@ def test_e2e_run_with_the_gdn_kernels(request, under_interpreter):
         assert "eager_speedup" in ph["measured"] and "eager_speedup_fla" in ph["measured"]
         assert {"eager", "eager+kernels", "eager+fla"} <= set(ph["latency_ms"])
         assert ph["peers"]["fla"]["max_abs_logit_diff"] == 0  # the stand-in is the stock function itself
+        assert ph["peers"]["fla"]["region_calls"] == {kind: 3}, ph["peers"]  # and the peer's regions took it
 
 
 def test_settings_the_op_does_not_compute_are_refused(tiny, pkgs):

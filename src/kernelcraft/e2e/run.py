@@ -302,9 +302,15 @@ def _run(pkg_list: list, opts: E2EOptions) -> dict:
                 ph["correctness"]["gdn_region_kernel_calls"] = {
                     k: sum(r.calls for r in R.regions(patched) if r.kind == k) for k in pkgs if k in R.G.KINDS}
             for peer, pm in peers.items():
+                peer_regions = [r for r in R.regions(pm) if isinstance(r, R.G.GDNRegion)]
+                for r in peer_regions:
+                    r.calls = 0
                 got_p = step(pm, phase)().float()
                 err_p = (got_p - ref.float()).abs()
                 ph.setdefault("peers", {})[peer] = {
+                    # the peer's rule calls that took its function (0: the step never reached it)
+                    "region_calls": {k: sum(r.calls for r in peer_regions if r.kind == k) for k in pkgs
+                                     if k in R.G.KINDS},
                     "max_abs_logit_diff": err_p.max().item(), "mean_abs_logit_diff": err_p.mean().item(),
                     "argmax_agreement": (got_p.argmax(-1) == ref.argmax(-1)).float().mean().item(),
                     "vs_kernels_max_abs_logit_diff": (got_p - got.float()).abs().max().item(),
