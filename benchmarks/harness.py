@@ -168,10 +168,15 @@ def candidates_per_minute(device: str, n: int) -> dict:
     print(f"candidates per GPU-minute: {per_min:.1f} ({len(entries)} candidates, {wall:.1f} s, "
           f"{sum(s.status == 'PASSED' for s in rep.solutions)} PASSED)")
     per_candidate = [{"name": s.name, "status": s.status, "wall_s": s.wall_s, "phases_s": s.phases_s,
-                      "reps": [w.timing.get("reps") if w.timing else None for w in s.workloads]}
+                      "reps": [w.timing.get("reps") if w.timing else None for w in s.workloads],
+                      # why each workload's rotation ended and which rows (candidate, baseline, reference)
+                      # had not converged then: what keeps a wall-bound timing phase long
+                      "stop": [w.timing.get("stop") if w.timing else None for w in s.workloads],
+                      "unconverged": [w.timing.get("unconverged") if w.timing else None for w in s.workloads]}
                      for s in rep.solutions]
     for c in per_candidate:
-        print(f"  {c['name']}: {c['status']} {c['wall_s']:.2f} s, phases {c['phases_s']}, reps per workload {c['reps']}")
+        print(f"  {c['name']}: {c['status']} {c['wall_s']:.2f} s, phases {c['phases_s']}, reps per workload {c['reps']}, "
+              f"stop {c['stop']}, unconverged {c['unconverged']}")
     return {"value": per_min, "candidates": len(entries), "wall_s": wall, "pool_start_s": start_s,
             "workers": ex.describe(), "per_candidate": per_candidate}
 

@@ -106,6 +106,8 @@ class Timing:
     tail_ms: float | None = None  # CUDA: median time from the end event to the device being idle
     escaped_ms: float | None = None  # CUDA: tail beyond a no-op's: device work that outran the end event
     graph_error: str = ""  # why a CUDA function was timed eagerly rather than as a graph replay
+    stop: str = ""  # why the rotation ended: "converged", "wall" (its wall-time bound) or "max_reps"
+    unconverged: list[str] | None = None  # the rows of the rotation not converged when it ended
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -302,11 +304,19 @@ def time_interleaved(fns: dict[str, Callable[[], object]], device: str, budget_m
         for n, ms in clock.collect():
             samples[n].append(ms)
         rep += 1
-        if rep >= min_reps and (
-            all(_converged(samples[n], budget_ms, ci_target) for n in measured) or _perf_counter() > wall_limit
-        ):
-            break
+        if rep >= min_reps:
+            if all(_converged(samples[n], budget_ms, ci_target) for n in measured):
+                stop = "converged"
+                break
+            if _perf_counter() > wall_limit:
+                stop = "wall"
+                break
+    else:
+        stop = "max_reps"
+    unconverged = [n for n in measured if not _converged(samples[n], budget_ms, ci_target)]
     out = {n: _summary(samples[n], methods.get(n, remote_methods.get(n, clock.method))) for n in measured}
+    for t in out.values():
+        t.stop, t.unconverged = stop, unconverged
     for n, error in graph_errors.items():
         out[n].graph_error = error
     for n in remote:
