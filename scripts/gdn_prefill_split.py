@@ -72,10 +72,10 @@ def main() -> None:
         w = next(x for x in task.workloads if x.uuid.startswith(prefix))
         inputs = make_inputs(task, w, 1, "cuda")
         entry = {"axes": w.axes}
-        entry["triton_chunk"] = split(lambda: ours.run(*inputs), args.calls)
+        entry["triton_chunk"] = split(lambda inputs=inputs: ours.run(*inputs), args.calls)
         try:
             prepared = peer.prepare(*inputs)
-            entry["fla"] = split(lambda: peer.run(*prepared), args.calls)
+            entry["fla"] = split(lambda prepared=prepared: peer.run(*prepared), args.calls)
         except Exception as e:  # noqa: BLE001 - FLA missing: ours alone
             entry["fla"] = {"error": f"{type(e).__name__}: {str(e)[:300]}"}
         result["workloads"][prefix] = entry

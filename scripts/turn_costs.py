@@ -81,7 +81,8 @@ def input_rows(device: str, reps: int) -> dict:
     for rows in (1, 1024):
         w = task.workloads[0].model_copy(update={"uuid": f"turn-costs-{rows}", "axes": {"batch_size": rows}})
         seed = iter(range(10**9))
-        out[f"make_inputs_{rows}_us"] = _median_us(lambda w=w: inputs.make_inputs(task, w, next(seed), device), reps)
+        out[f"make_inputs_{rows}_us"] = _median_us(
+            lambda w=w, seed=seed: inputs.make_inputs(task, w, next(seed), device), reps)
         args = inputs.make_inputs(task, w, 1, device)
         out[f"check_values_{rows}_us"] = _median_us(lambda w=w, args=args: inputs.check_values(task, w, args, "drawn"), reps)
     return out
@@ -120,7 +121,7 @@ def cuda_rows(reps: int) -> dict:
 
     # the flush as kc-timing/4 had it (int32 summed into int64) and a max instead of a sum
     ibuf = torch.ones(buf.numel(), dtype=torch.int32, device=dev)
-    out["flush_int32_sum_with_sync_us"] = _median_us(lambda: (torch.sum(ibuf), sync()), reps, setup=sync)
+    out["flush_int32_sum_with_sync_us"] = _median_us(lambda ibuf=ibuf: (torch.sum(ibuf), sync()), reps, setup=sync)
     out["flush_float32_amax_with_sync_us"] = _median_us(lambda: (torch.amax(buf), sync()), reps, setup=sync)
     del ibuf
     out["turn_noop_us"] = _median_us(turn(lambda: None), reps)

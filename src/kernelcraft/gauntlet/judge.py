@@ -27,6 +27,7 @@ from typing import Any
 
 import torch
 
+from kernelcraft.gauntlet import refcache
 from kernelcraft.gauntlet.checkers import wants_native_reference
 from kernelcraft.gauntlet.compare import Check, canonical_outputs, compare, normalize_outputs
 from kernelcraft.gauntlet.integrity import bitwise_equal
@@ -453,13 +454,19 @@ class Judge:
         """The reference in float64 where its ops allow, else in the inputs' own precision; in the
         inputs' own precision always when a request's own judge asks for it (``[[check]] kind =
         "python"``, ``reference = "native"``): its tolerances were set against that run."""
-        if not wants_native_reference(self.task.contract):
-            try:
-                out = normalize_outputs(self.reference(*_upcast(inputs)), self.d)
-                return out, "float64"
-            except (RuntimeError, TypeError, NotImplementedError):
-                pass
-        return normalize_outputs(self.reference(*_clone(inputs)), self.d), "native"
+        native = wants_native_reference(self.task.contract)
+
+        def compute() -> tuple[list[Any], str]:
+            if not native:
+                try:
+                    return normalize_outputs(self.reference(*_upcast(inputs)), self.d), "float64"
+                except (RuntimeError, TypeError, NotImplementedError):
+                    pass
+            return normalize_outputs(self.reference(*_clone(inputs)), self.d), "native"
+
+        # a slow reference (the linear-attention tasks' token loops) runs once per distinct inputs,
+        # not once per solution checked on them (refcache's docstring)
+        return refcache.cached_call(compute, inputs, self.d.reference, native, self.device)
 
     def _compare(self, outputs: list[Any], expected: list[Any], axes: dict[str, int], inputs: list[Any],
                  floor: dict[str, float] | None = None) -> Check:

@@ -225,7 +225,7 @@ def clock_tick(sorted_samples: list[float]) -> float:
     """The clock's resolution as the samples show it: the smallest gap between two distinct values
     (CUDA events on the H200 count in steps of 32 ns: every latency in results/h200 is a multiple of
     0.000032 ms); 0 for fewer than two distinct values."""
-    gaps = [b - a for a, b in zip(sorted_samples, sorted_samples[1:]) if b - a > TICK_FLOOR_MS]
+    gaps = [b - a for a, b in zip(sorted_samples, sorted_samples[1:], strict=False) if b - a > TICK_FLOOR_MS]
     return min(gaps) if gaps else 0.0
 
 
