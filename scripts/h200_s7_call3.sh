@@ -7,6 +7,7 @@
 set -u
 export PYTHONUNBUFFERED=1
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
+PACK=$([ "${KC_NO_PACK:-0}" = 1 ] && echo 0 || echo 1)  # the caller's say, before this script's own setting
 export KC_NO_PACK=1
 source scripts/device_wheels.sh
 PEER_WHEELS=.whl-peers/c1 source scripts/peer_wheels.sh small > "$OUT/peer_wheels.log" 2>&1 \
@@ -26,4 +27,4 @@ for t in ${TASKS:-gdn_prefill kda_prefill}; do
   echo "rc $? $(( $(date +%s) - t0 )) s"
   grep -v "leaked\|nanobind\|Warning" "$OUT/$t.log" | tail -30
 done 2>&1 | tee "$OUT/prefill.txt"
-bash scripts/pack_out.sh
+[ "$PACK" = 1 ] && bash scripts/pack_out.sh
