@@ -27,4 +27,4 @@ for t in ${TASKS:-gdn_prefill kda_prefill}; do
   echo "rc $? $(( $(date +%s) - t0 )) s"
   grep -v "leaked\|nanobind\|Warning" "$OUT/$t.log" | tail -30
 done 2>&1 | tee "$OUT/prefill.txt"
-[ "$PACK" = 1 ] && bash scripts/pack_out.sh
+if [ "$PACK" = 1 ]; then bash scripts/pack_out.sh; fi
