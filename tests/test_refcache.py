@@ -2,6 +2,7 @@
 byte-identical inputs does not run the reference again, any other input does, and an entry changed
 outside kernelcraft is refused (its signature) and computed again."""
 
+import io
 import json
 
 import pytest
@@ -51,9 +52,12 @@ def test_an_entry_changed_outside_kernelcraft_is_refused(cache, tmp_path, capsys
     x, w = torch.randn(4, 8), torch.randn(8)
     good, _ = cache.cached_call(make([x, w]), [x, w], "ref", False, "cpu")
     (entry,) = (tmp_path / "kc_cache" / "refcache").glob("*.pt")
-    forged = torch.load(entry, weights_only=True)
+    signature, _, data = entry.read_bytes().partition(b"\n")
+    forged = torch.load(io.BytesIO(data), weights_only=True)
     forged["outputs"] = [torch.zeros_like(good[0])]  # what a candidate would want the judge to expect
-    torch.save(forged, entry)
+    buf = io.BytesIO()
+    torch.save(forged, buf)
+    entry.write_bytes(signature + b"\n" + buf.getvalue())  # the old signature over new bytes
     got, _ = cache.cached_call(make([x, w]), [x, w], "ref", False, "cpu")
     assert len(calls) == 2 and torch.equal(got[0], good[0])
     assert "changed outside kernelcraft" in capsys.readouterr().err

@@ -13,7 +13,9 @@ inputs' own), the device type, torch's version and every input's dtype, shape an
 very same call can hit. Entries live in the judge's cache (``KERNELCRAFT_CACHE``/refcache), which a
 candidate's runner cannot read or write (another uid or landlock: docs/integrity.md), and each is
 signed with the judge's key (the calibration's, 0600): an entry changed outside kernelcraft fails
-its signature, is removed and the reference runs again. Loaded with ``torch.load(weights_only=True)``.
+its signature, is removed and the reference runs again. An entry is one file (its signature, a newline,
+then torch.save's bytes, written to a temporary name and renamed): parallel judges read a whole entry or
+none. Loaded with ``torch.load(weights_only=True)``.
 Hashing costs ~20-60 ms for tens of MB of inputs, so it is done only for calls whose shapes already
 had a slow reference call (an in-process marker plus a marker file for the next process).
 """
@@ -93,20 +95,18 @@ def _sign(data: bytes) -> str:
 
 def _load(key: str, device: str) -> tuple[list[Any], str] | None:
     path = _root() / f"{key}.pt"
-    sig = path.with_suffix(".sig")
     try:
-        data = path.read_bytes()
-        want = sig.read_text().strip()
+        raw = path.read_bytes()
     except OSError:
         return None
-    if not hmac.compare_digest(want, _sign(data)):
+    want, _, data = raw.partition(b"\n")  # one file: its signature, then what torch.save wrote
+    if not hmac.compare_digest(want, _sign(data).encode()):
         stats["rejected"] += 1
         import sys
 
         print(f"kernelcraft: {path} was changed outside kernelcraft (its signature does not verify): "
               "running the reference again", file=sys.stderr)
-        for p in (path, sig):
-            p.unlink(missing_ok=True)
+        path.unlink(missing_ok=True)
         return None
     try:
         entry = torch.load(io.BytesIO(data), weights_only=True)
@@ -126,9 +126,8 @@ def _store(key: str, outputs: list[Any], precision: str) -> None:
     data = buf.getvalue()
     root = _root()
     tmp = root / f".{key}.{os.getpid()}"
-    tmp.write_bytes(data)
-    root.joinpath(f"{key}.sig").write_text(_sign(data) + "\n")
-    tmp.replace(root / f"{key}.pt")  # atomic: a parallel judge reads a whole entry or none
+    tmp.write_bytes(_sign(data).encode() + b"\n" + data)
+    tmp.replace(root / f"{key}.pt")  # atomic: a parallel judge reads a whole, signed entry or none
     stats["stored"] += 1
     _trim(root)
 
@@ -141,7 +140,6 @@ def _trim(root: Path) -> None:
             break
         total -= p.stat().st_size
         p.unlink(missing_ok=True)
-        p.with_suffix(".sig").unlink(missing_ok=True)
 
 
 def cached_call(compute: Callable[[], tuple[list[Any], str]], inputs: list[Any], reference_source: str,
