@@ -3,7 +3,8 @@
 # Issue 23, gdn_prefill (0.70x FLA): the knobs its 2026-12-02 profile points at, in one eval (one seed: the
 # float64 reference runs once per input for all variants, gauntlet/refcache.py), beside FLA and the current
 # triton_chunk: _scan with one pipeline stage (120 KiB of shared memory per block at two: one block per SM),
-# with wider and narrower V splits (BV 16 gave one sequence 64 programs for 132 SMs), _prep with 4 warps.
+# with wider and narrower V splits (BV 16 gave one sequence 64 programs for 132 SMs), _prep with 4 warps;
+# and candidates/triton_split.py (_prep split in two, the inverse by 16 x 16 blocks, no 64 x 64 tile live).
 set -u
 export PYTHONUNBUFFERED=1
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
@@ -16,7 +17,8 @@ python3 scripts/config_variants.py tasks/gdn_prefill/solutions/triton_chunk.py $
   '{"SCAN_STAGES": 1}' '{"SCAN_STAGES": 1, "BV": 16}' '{"SCAN_STAGES": 1, "BV": 32}' \
   '{"SCAN_STAGES": 1, "SCAN_WARPS": 8}' '{"PREP_WARPS": 4}' '{"PREP_WARPS": 4, "SCAN_STAGES": 1}' | tee "$OUT/variants.txt"
 t0=$(date +%s)
-timeout ${EVAL_S:-420} python3 -m kernelcraft eval tasks/gdn_prefill tasks/gdn_prefill/solutions/triton_chunk.py $V/*.py \
+timeout ${EVAL_S:-420} python3 -m kernelcraft eval tasks/gdn_prefill tasks/gdn_prefill/solutions/triton_chunk.py \
+  tasks/gdn_prefill/candidates/triton_split.py $V/*.py \
   --device cuda --peers --budget-ms 50 --no-confirm --json "$OUT/gdn_prefill_variants.json" > "$OUT/gdn_prefill_variants.log" 2>&1
 echo "eval: rc=$? $(( $(date +%s) - t0 ))s"
 grep -v "leaked\|nanobind\|Warning" "$OUT/gdn_prefill_variants.log" | tail -40
