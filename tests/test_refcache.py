@@ -95,3 +95,5 @@ def test_an_evaluation_again_on_the_same_seed_reuses_the_reference(tmp_path, mon
     assert first["status"] == second["status"] == "PASSED", (first["reason"], second["reason"])
     assert [w["max_abs_error"] for w in first["workloads"]] == [w["max_abs_error"] for w in second["workloads"]]
     assert counts[0] > 0 and counts[1] < counts[0] / 2, counts
+    assert first["reference_cache"]["hits"] == 0 and first["reference_cache"]["stored"] > 0, first["reference_cache"]
+    assert second["reference_cache"]["hits"] > 0 and second["reference_cache"]["rejected"] == 0, second["reference_cache"]

@@ -287,6 +287,9 @@ class Prepared:
             _confirmation(self.res, meta["confirmation"], task)
         if isinstance(meta.get("validation"), dict):
             _validation(self.res, meta["validation"])
+        rc = meta.get("reference_cache")
+        if isinstance(rc, dict) and all(isinstance(rc.get(k), int) and rc[k] >= 0 for k in ("hits", "stored", "rejected")):
+            self.res.reference_cache = {k: rc[k] for k in ("hits", "stored", "rejected")}
         if isinstance(meta.get("baseline_unavailable"), str) and not self.res.baseline_unavailable:
             self.res.baseline_unavailable = _no_baseline(meta["baseline_unavailable"])
         self.res.phases_s = {k: round(v, 3) for k, v in done.outcome.phases_s.items()}

@@ -84,6 +84,9 @@ class SolutionResult(_Record):
     confirmation: dict | None = None
     implementation: dict | None = None  # a trusted row's library and version (peers, torch.compile's mode)
     validation: dict | None = None  # a request's own verifier ([validate]): status, command, exit code, output's tail
+    # the judge's slow reference calls read back from its cache instead of run again (gauntlet/refcache.py):
+    # hits, stored, rejected (an entry whose signature failed); None: the cache was not used
+    reference_cache: dict[str, int] | None = None
     baseline_unavailable: str = ""  # why no baseline ran beside this candidate, and what its speedups are relative to
 
 

@@ -149,6 +149,9 @@ def worker_main(conn, job: Job, runner=None) -> None:
     sys.stdout = sys.stderr = log
     if not job.device.startswith("cuda"):
         os.environ["TRITON_INTERPRET"] = "1"
+    from kernelcraft.gauntlet import refcache
+
+    refcache.stats.update(dict.fromkeys(refcache.stats, 0))  # this job's, in a worker that may have run others
     try:
         _run(conn, job, runner)
     except BaseException:  # noqa: BLE001 - a harness bug must still reach the parent as text
@@ -156,6 +159,8 @@ def worker_main(conn, job: Job, runner=None) -> None:
     finally:
         if runner is not None:
             runner.close()
+        if any(refcache.stats.values()):  # the record says where its expected outputs came from
+            send(conn, "meta", {"reference_cache": dict(refcache.stats)})
         send(conn, "done", cpu_seconds())
         conn.close()
 
