@@ -93,8 +93,8 @@ def _sign(data: bytes) -> str:
     return hmac.new(_key(), data, hashlib.sha256).hexdigest()
 
 
-def _load(key: str, device: str) -> tuple[list[Any], str] | None:
-    path = _root() / f"{key}.pt"
+def _load(root: Path, key: str, device: str) -> tuple[list[Any], str] | None:
+    path = root / f"{key}.pt"
     try:
         raw = path.read_bytes()
     except OSError:
@@ -117,14 +117,13 @@ def _load(key: str, device: str) -> tuple[list[Any], str] | None:
     return [o.to(device) if isinstance(o, torch.Tensor) else o for o in outs], precision
 
 
-def _store(key: str, outputs: list[Any], precision: str) -> None:
+def _store(root: Path, key: str, outputs: list[Any], precision: str) -> None:
     host = [o.detach().cpu() if isinstance(o, torch.Tensor) else o for o in outputs]
     if sum(o.numel() * o.element_size() for o in host if isinstance(o, torch.Tensor)) > MAX_ENTRY_BYTES:
         return
     buf = io.BytesIO()
     torch.save({"outputs": host, "precision": precision}, buf)
     data = buf.getvalue()
-    root = _root()
     tmp = root / f".{key}.{os.getpid()}"
     tmp.write_bytes(_sign(data).encode() + b"\n" + data)
     tmp.replace(root / f"{key}.pt")  # atomic: a parallel judge reads a whole, signed entry or none
@@ -151,11 +150,12 @@ def cached_call(compute: Callable[[], tuple[list[Any], str]], inputs: list[Any],
         return compute()
     base = _base(reference_source, native, device)
     shape = _shape_key(base, inputs)
-    marker = _root() / f"slow-{shape}"
+    root = _root()
+    marker = root / f"slow-{shape}"
     key = None
     if shape in _slow or marker.exists():
         key = _content_key(base, inputs)
-        hit = _load(key, device)
+        hit = _load(root, key, device)
         if hit is not None:
             stats["hits"] += 1
             return hit
@@ -166,5 +166,5 @@ def cached_call(compute: Callable[[], tuple[list[Any], str]], inputs: list[Any],
     if time.perf_counter() - t >= limit:
         _slow.add(shape)
         marker.touch()
-        _store(key or _content_key(base, inputs), outputs, precision)
+        _store(root, key or _content_key(base, inputs), outputs, precision)
     return outputs, precision
