@@ -384,8 +384,8 @@ class _RemoteTimer(Remote):
         self.failure: dict | None = None
         self.checked = 0
 
-    def prepare(self, warmup: int) -> tuple[bool, str]:
-        r = self.subject._ask("time", protocol.TimeReply, warmup=warmup, graphs=True)
+    def prepare(self, warmup: int, block: bool = False) -> tuple[bool, str]:
+        r = self.subject._ask("time", protocol.TimeReply, warmup=warmup, graphs=True, block=block)
         if r.error:
             raise Refused("RUNTIME_ERROR", r.error)
         self._ops(r.ops, "in the warm-up and capture before timing")

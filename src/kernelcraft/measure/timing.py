@@ -131,13 +131,72 @@ def _summary(samples: list[float], method: str) -> Timing:
     return Timing(statistics.median(s), q[0], q[2], s[0], len(s), method, lo, hi)
 
 
+BLOCK_ENV = "KERNELCRAFT_TIMING_BLOCK"  # "1": hold the stream behind a spin kernel while a turn is enqueued
+BLOCK_SPIN_LIMIT = 1 << 20  # volatile reads of the host flag (~1 us each over PCIe) before the spin gives up
+
+
+def block_default() -> bool:
+    import os
+
+    return os.environ.get(BLOCK_ENV, "0") == "1"
+
+
+class _Blocker:
+    """NVBench's blocking kernel: a one-thread spin on a flag in pinned host memory, enqueued before a
+    turn's flush, released by the host once the flush, the start event, the call and the end event are
+    all enqueued. The device then runs them back to back: however late the host enqueues the call
+    (another thread holding the GIL, a busy CPU), no idle gap falls between the start event and the
+    call's first kernel. Only for calls that enqueue and return (graph replays, the no-op): a call that
+    waits for the device would wait for the spin, which gives up after ``BLOCK_SPIN_LIMIT`` reads."""
+
+    def __init__(self, device: str):
+        import triton
+        import triton.language as tl
+
+        @triton.jit
+        def _spin(flag, limit):
+            v = tl.load(flag, volatile=True)
+            i = 0
+            while (v == 0) & (i < limit):
+                v = tl.load(flag, volatile=True)
+                i += 1
+
+        class _HostPtr:  # the pinned flag's address as Triton takes a pointer argument (UVA: same address)
+            dtype = torch.int32
+
+            def __init__(self, t: torch.Tensor):
+                self.t = t
+
+            def data_ptr(self) -> int:
+                return self.t.data_ptr()
+
+        import ctypes
+
+        self.device = device
+        self.flag = torch.zeros(1, dtype=torch.int32, pin_memory=True)
+        self.word = ctypes.c_int32.from_address(self.flag.data_ptr())  # a plain host store, no dispatcher
+        self.ptr = _HostPtr(self.flag)
+        self.kernel = _spin
+        self.hold()  # compiles the spin once, outside any timed turn
+        self.release()
+        _synchronize(device)
+
+    def hold(self) -> None:
+        self.word.value = 0
+        self.kernel[(1,)](self.ptr, BLOCK_SPIN_LIMIT, num_warps=1)
+
+    def release(self) -> None:
+        self.word.value = 1
+
+
 class _CudaClock:
     method = "cuda-events+l2flush"
 
-    def __init__(self, device: str):
+    def __init__(self, device: str, block: bool = False):
         from kernelcraft.measure import _cudart
 
         self.device = device
+        self.blocker = _Blocker(device) if block else None
         self.cudart = _cudart if _cudart.available() else None
         l2 = torch.cuda.get_device_properties(device).L2_cache_size
         # float32: torch's float reduction reads at the copy bandwidth; an int32 sum (int64 accumulation)
@@ -153,12 +212,22 @@ class _CudaClock:
             self.cudart.reset_persisting_l2()
         _sum(self.flush_buffer)  # a read of 2 x L2: evicts every line (writing back dirty ones) and leaves it clean
 
-    def run(self, name: str, fn: Callable[[], object], rep: int) -> None:
-        self.flush()
+    def run(self, name: str, fn: Callable[[], object], rep: int, block: bool = False) -> None:
+        blocker = self.blocker if block else None
+        _synchronize(self.device)
+        if self.cudart is not None:
+            self.cudart.reset_persisting_l2()
+        if blocker is not None:
+            blocker.hold()
+        _sum(self.flush_buffer)
         start, end, late = _Event(enable_timing=True), _Event(enable_timing=True), _Event(enable_timing=True)
-        _record(start)
-        fn()
-        _record(end)
+        try:
+            _record(start)
+            fn()
+            _record(end)
+        finally:
+            if blocker is not None:
+                blocker.release()
         _synchronize(self.device)  # the whole device, every stream
         _record(late)
         self.pending.append((name, start, end, late))
@@ -183,7 +252,7 @@ class _CpuClock:
     def flush(self) -> None:
         pass  # no cache a CPU row could flush that would mean anything
 
-    def run(self, name: str, fn: Callable[[], object], rep: int) -> None:
+    def run(self, name: str, fn: Callable[[], object], rep: int, block: bool = False) -> None:
         t0 = _perf_counter()
         fn()
         self.pending.append((name, (_perf_counter() - t0) * 1e3))
@@ -193,8 +262,8 @@ class _CpuClock:
         return done
 
 
-def clock_for(device: str) -> _CudaClock | _CpuClock:
-    return _CudaClock(device) if device.startswith("cuda") else _CpuClock()
+def clock_for(device: str, block: bool = False) -> _CudaClock | _CpuClock:
+    return _CudaClock(device, block) if device.startswith("cuda") else _CpuClock()
 
 
 def replay(graph: object) -> None:
@@ -207,11 +276,11 @@ class Remote:
     as claims (:mod:`kernelcraft.gauntlet.judge` checks the outputs of timed calls and the speed of
     light; an out-of-process profile confirms promoted ones).
 
-    ``prepare(warmup)`` -> (graph used, graph error); ``rep(rep)`` -> (ms, tail_ms, noop_tail_ms),
+    ``prepare(warmup, block)`` -> (graph used, graph error), ``block``: the clock's blocking kernel; ``rep(rep)`` -> (ms, tail_ms, noop_tail_ms),
     called once per repetition in the rotation's turn; the remote side decides on which repetitions
     its no-op runs, and in which order (``noop_tail_ms`` None on the others)."""
 
-    def prepare(self, warmup: int) -> tuple[bool, str]:
+    def prepare(self, warmup: int, block: bool = False) -> tuple[bool, str]:
         raise NotImplementedError
 
     def rep(self, rep: int) -> tuple[float, float | None, float | None]:
@@ -245,14 +314,17 @@ def time_interleaved(fns: dict[str, Callable[[], object]], device: str, budget_m
                      min_reps: int = 10, max_reps: int = 1000, warmup: int = 3,
                      ci_target: float = 0.005, use_graphs: bool = True,
                      graphs: dict[str, tuple[object, object]] | None = None,
-                     remote: dict[str, Remote] | None = None, local_tails: bool = True) -> dict[str, Timing]:
+                     remote: dict[str, Remote] | None = None, local_tails: bool = True,
+                     block: bool | None = None) -> dict[str, Timing]:
     """Time several functions of the same inputs, interleaved repetition by repetition.
     ``graphs`` (CUDA), when given, receives name -> (graph, captured output) of each function
     timed as a graph replay. ``remote``: functions timed in another process, in the same rotation
     (each runs its own no-op for its tail). ``local_tails`` False: the functions of this process get
     no ``tail_ms``/``escaped_ms`` (trusted rows beside a remote candidate, whose tails nobody reads),
-    and the rotation no local no-op: one flushed turn less per repetition."""
+    and the rotation no local no-op: one flushed turn less per repetition. ``block`` (default:
+    ``KERNELCRAFT_TIMING_BLOCK``): graph replays and the no-op are enqueued behind a blocking kernel."""
     cuda = device.startswith("cuda")
+    block = block_default() if block is None else block
     remote = remote or {}
     local_tails = local_tails or not remote
     if cuda and local_tails:
@@ -264,7 +336,7 @@ def time_interleaved(fns: dict[str, Callable[[], object]], device: str, budget_m
     remote_methods: dict[str, str] = {}
     remote_errors: dict[str, str] = {}
     for n, r in remote.items():
-        used_graph, remote_errors[n] = r.prepare(warmup)
+        used_graph, remote_errors[n] = r.prepare(warmup, block=cuda and block)
         remote_methods[n] = "cuda-graph+events+l2flush" if used_graph else ("cuda-events+l2flush" if cuda else "cpu-wall")
     graph_errors: dict[str, str] = {}
     methods: dict[str, str] = {}
@@ -281,7 +353,8 @@ def time_interleaved(fns: dict[str, Callable[[], object]], device: str, budget_m
             methods[n] = "cuda-graph+events+l2flush"
             if graphs is not None:
                 graphs[n] = (g, out)
-    clock = clock_for(device)
+    clock = clock_for(device, block=cuda and block)
+    blocked = {n for n in names if n == NOOP or n in methods} if cuda and block else set()
     order = names + list(remote)
     samples: dict[str, list[float]] = {n: [] for n in order}
     remote_tails: dict[str, list[float]] = {n: [] for n in remote}
@@ -300,7 +373,7 @@ def time_interleaved(fns: dict[str, Callable[[], object]], device: str, budget_m
                 if noop_tail is not None:
                     remote_noop_tails[n].append(noop_tail)
             else:
-                clock.run(n, fns[n], rep)
+                clock.run(n, fns[n], rep, block=n in blocked)
         for n, ms in clock.collect():
             samples[n].append(ms)
         rep += 1

@@ -142,6 +142,7 @@ class Runner:
         self.output_names: list[str] = []
         self.timed = None  # (callable for one timed call, graph or None, captured return value)
         self.clock = None
+        self.block = False  # the timed turns behind a blocking kernel (the judge's prepare asks)
         self.last: list[Any] | None = None
         self.release = False
         self.tamper = None
@@ -377,7 +378,10 @@ class Runner:
                     kept[0] = plain()
 
             self.timed = (keep, None, kept)
-        self.clock = clock_for(self.device)
+        # the judge's timing policy: a blocking kernel ahead of each graph replay's turn (never for an
+        # eager call, which may wait for the device and so for the spin)
+        self.block = bool(msg.get("block")) and graph is not None
+        self.clock = clock_for(self.device, block=self.block)
         return {"graph": graph is not None, "graph_error": error, "ops": audit.ops}
 
     def rep(self, msg: dict, fds: list[int]) -> dict:
@@ -391,7 +395,7 @@ class Runner:
             if not msg.get("noop_first"):
                 order.reverse()
             for name, f in order:
-                self.clock.run(name, f, 0)
+                self.clock.run(name, f, 0, block=self.block)
             got = dict(self.clock.collect())
         except BaseException as e:  # noqa: BLE001
             return {"error": candidate_traceback(e)}
