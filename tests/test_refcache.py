@@ -69,3 +69,41 @@ def test_a_fast_reference_is_not_stored(cache, tmp_path, monkeypatch):
     for _ in range(2):
         cache.cached_call(_counted(calls)([x, w]), [x, w], "ref", False, "cpu")
     assert len(calls) == 2 and not list((tmp_path / "kc_cache" / "refcache").glob("*.pt"))
+
+
+def _slow_call(log, x, w, ready):
+    import time
+
+    from kernelcraft.gauntlet import refcache
+
+    def compute():
+        with open(log, "a") as f:
+            f.write("computed\n")
+        time.sleep(1.0)
+        return [(x.double() * w.double()).sum(-1)], "float64"
+
+    ready.wait()
+    out, _ = refcache.cached_call(compute, [x, w], "slow ref", False, "cpu")
+    torch.save(out[0], f"{log}.{__import__('os').getpid()}")
+
+
+def test_parallel_judges_compute_a_slow_call_once(cache, tmp_path, monkeypatch):
+    """Two judges that reach the same slow call together: the second waits for the first's entry
+    (the shape key's lock) instead of running the reference beside it."""
+    import multiprocessing as mp
+
+    monkeypatch.setenv("KERNELCRAFT_REFCACHE_MIN_S", "0.5")
+    log = tmp_path / "calls.log"
+    x, w = torch.randn(4, 8), torch.randn(8)
+    ctx = mp.get_context("fork")
+    ready = ctx.Event()
+    procs = [ctx.Process(target=_slow_call, args=(str(log), x, w, ready)) for _ in range(2)]
+    for p in procs:
+        p.start()
+    ready.set()
+    for p in procs:
+        p.join(timeout=30)
+    assert [p.exitcode for p in procs] == [0, 0]
+    assert log.read_text().count("computed") == 1
+    outs = [torch.load(f) for f in tmp_path.glob("calls.log.*")]
+    assert len(outs) == 2 and torch.equal(outs[0], outs[1])

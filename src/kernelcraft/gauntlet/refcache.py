@@ -18,10 +18,18 @@ then torch.save's bytes, written to a temporary name and renamed): parallel judg
 none. Loaded with ``torch.load(weights_only=True)``.
 Hashing costs ~20-60 ms for tens of MB of inputs, so it is done only for calls whose shapes already
 had a slow reference call (an in-process marker plus a marker file for the next process).
+Parallel judges (the pool's jobs, each solution of one evaluation, started together and walking the
+same workloads in the same order) would otherwise all run the same slow call at once and none hit:
+kda_prefill's 2026-12-02 session 9 run stored 2 entries and hit none. A call holds an advisory lock
+on its shape key (``flock``, released when the process dies) while it looks up and computes, so the
+second judge waits for the first one's entry instead of recomputing it; a wait longer than
+``LOCK_WAIT_S`` gives up and computes.
 """
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import hashlib
 import hmac
 import io
@@ -37,6 +45,7 @@ import torch
 VERSION = b"kc-refcache/1"
 CAP_BYTES = 4 << 30  # the folder is trimmed (oldest first) past this
 MAX_ENTRY_BYTES = 1 << 30  # larger outputs are not stored
+LOCK_WAIT_S = 600.0  # the longest a judge waits for another's call of the same shape
 _slow: set[str] = set()  # shape keys whose reference call was slow, in this process
 stats = {"hits": 0, "stored": 0, "rejected": 0}
 
@@ -141,6 +150,30 @@ def _trim(root: Path) -> None:
         p.unlink(missing_ok=True)
 
 
+@contextlib.contextmanager
+def _shape_lock(root: Path, shape: str):
+    """Exclusive among processes for one shape key; a wait past LOCK_WAIT_S (a judge stuck in its
+    reference) proceeds unlocked."""
+    try:
+        fd = os.open(root / f"lock-{shape}", os.O_RDWR | os.O_CREAT, 0o600)
+    except OSError:
+        yield
+        return
+    try:
+        deadline = time.monotonic() + LOCK_WAIT_S
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    break
+                time.sleep(0.02)
+        yield
+    finally:
+        os.close(fd)  # releases the lock
+
+
 def cached_call(compute: Callable[[], tuple[list[Any], str]], inputs: list[Any], reference_source: str,
                 native: bool, device: str) -> tuple[list[Any], str]:
     """``compute()`` (the reference on ``inputs``: its outputs and their precision), or what it returned
@@ -151,20 +184,21 @@ def cached_call(compute: Callable[[], tuple[list[Any], str]], inputs: list[Any],
     base = _base(reference_source, native, device)
     shape = _shape_key(base, inputs)
     root = _root()
-    marker = root / f"slow-{shape}"
-    key = None
-    if shape in _slow or marker.exists():
-        key = _content_key(base, inputs)
-        hit = _load(root, key, device)
-        if hit is not None:
-            stats["hits"] += 1
-            return hit
-    t = time.perf_counter()
-    outputs, precision = compute()
-    if device.startswith("cuda"):
-        torch.cuda.synchronize()
-    if time.perf_counter() - t >= limit:
-        _slow.add(shape)
-        marker.touch()
-        _store(root, key or _content_key(base, inputs), outputs, precision)
-    return outputs, precision
+    with _shape_lock(root, shape):
+        marker = root / f"slow-{shape}"
+        key = None
+        if shape in _slow or marker.exists():
+            key = _content_key(base, inputs)
+            hit = _load(root, key, device)
+            if hit is not None:
+                stats["hits"] += 1
+                return hit
+        t = time.perf_counter()
+        outputs, precision = compute()
+        if device.startswith("cuda"):
+            torch.cuda.synchronize()
+        if time.perf_counter() - t >= limit:
+            _slow.add(shape)
+            marker.touch()
+            _store(root, key or _content_key(base, inputs), outputs, precision)
+        return outputs, precision
