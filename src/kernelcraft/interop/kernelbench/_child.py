@@ -1,6 +1,7 @@
 """The child process of one problem's conversion: ``python -m kernelcraft.interop.kernelbench._child
-FILE OUT_DIR SEED DEVICE RESULT_JSON``. It writes its outcome to RESULT_JSON; the parent
-(:mod:`._isolate`) reads it, or turns the child's death into the reason."""
+FILE OUT_DIR SEED DEVICE RESULT_JSON``. It touches RESULT_JSON.ready once torch and the converter are
+imported (the parent's ``--timeout`` counts from there), then writes its outcome to RESULT_JSON; the
+parent (:mod:`._isolate`) reads it, or turns the child's death into the reason."""
 
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ def main(argv: list[str]) -> int:
         from ._convert import _convert_problem
         from ._errors import ConversionError, _describe_error
 
+        Path(str(result) + ".ready").touch()  # the problem's own time (--timeout) starts now
         try:
             folder, warnings = _convert_problem(path, out_dir, seed, device)
             out.update(folder=str(folder), warnings=warnings)

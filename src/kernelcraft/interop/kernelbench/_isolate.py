@@ -27,6 +27,10 @@ from pathlib import Path
 _LIVE: set[subprocess.Popen] = set()  # children now running, so an interrupted import can end them all
 TEMP_MARK = ".kc-import-"  # temporary folders are out_dir/.<stem>.kc-import-<random>
 OLD_MARK = ".kc-old-"  # a replaced folder, between the swap and its removal
+# The interpreter's start and torch's import are not the problem's time: on a loaded 2-core machine they
+# took longer than a 12 s --timeout by themselves (CI, 2026-12-02: two plain problems "timed out"). The
+# deadline counts from the child's ready mark; the start itself gets this long.
+START_S = 180.0
 
 
 @dataclass
@@ -66,6 +70,22 @@ def _limit(max_mb: int):
     return apply
 
 
+def _wait(proc: subprocess.Popen, ready: Path, timeout_s: float) -> str:
+    """The child's output once it exits; TimeoutExpired (its ``timeout`` says which) when it has not
+    started within START_S or has run timeout_s past its ready mark."""
+    start = time.monotonic()
+    while not ready.exists():
+        try:
+            return proc.communicate(timeout=0.05)[0]
+        except subprocess.TimeoutExpired:
+            if time.monotonic() - start > START_S:
+                raise subprocess.TimeoutExpired(proc.args, START_S) from None
+    try:
+        return proc.communicate(timeout=timeout_s)[0]
+    except subprocess.TimeoutExpired:
+        raise subprocess.TimeoutExpired(proc.args, timeout_s) from None
+
+
 def run_isolated(path: Path, out_dir: Path, seed: int, device: str, max_mb: int, timeout_s: float) -> Outcome:
     """Convert one problem in a child process; whatever happens to the child becomes the outcome."""
     t0 = time.monotonic()
@@ -78,13 +98,16 @@ def run_isolated(path: Path, out_dir: Path, seed: int, device: str, max_mb: int,
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
                             preexec_fn=_limit(max_mb))
     _LIVE.add(proc)
+    ready = Path(result_file + ".ready")
     try:
         try:
-            tail, _ = proc.communicate(timeout=timeout_s)
-        except subprocess.TimeoutExpired:
+            tail = _wait(proc, ready, timeout_s)
+        except subprocess.TimeoutExpired as e:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.communicate()
-            return Outcome(path, reason=f"timed out after {timeout_s:g} s (--timeout)", seconds=time.monotonic() - t0)
+            why = (f"timed out after {timeout_s:g} s (--timeout)" if e.timeout == timeout_s
+                   else f"did not start within {START_S:g} s (the interpreter and torch's import; the machine is overloaded)")
+            return Outcome(path, reason=why, seconds=time.monotonic() - t0)
         except BaseException:  # interrupted: the child goes with us
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
@@ -110,6 +133,7 @@ def run_isolated(path: Path, out_dir: Path, seed: int, device: str, max_mb: int,
     finally:
         _LIVE.discard(proc)
         Path(result_file).unlink(missing_ok=True)
+        ready.unlink(missing_ok=True)
         remove_leftovers(out_dir, path.stem)
 
 
