@@ -110,7 +110,7 @@ done
 
 # the stock rows: transformers' torch fallback even though fla imports (transformers would pick FLA's)
 common=(--model "$MODEL" --layers "$LAYERS" --device cuda --budget-ms "$BUDGET_MS" --profile-iters 5
-        --gdn-function torch "${peer_args[@]}")
+        --gdn-function torch "${peer_args[@]}" ${E2E_ARGS:-})  # E2E_ARGS: e.g. --no-compile
 # PHASES: which records to make (2026-12-02: decode 83 s; prefill ran past 200 s, no output)
 for phase in ${PHASES:-prefill decode}; do
   if [ "$phase" = prefill ]; then

@@ -277,10 +277,12 @@ def _run(pkg_list: list, opts: E2EOptions) -> dict:
             continue
         clock = [time.perf_counter()]
 
-        def lap(name, ph=ph, clock=clock):  # where a phase's wall time went (device scripts budget by it)
+        def lap(name, ph=ph, clock=clock, phase=phase):  # where a phase's wall time went (device scripts budget by it)
             now = time.perf_counter()
             ph["wall_s"][name] = round(now - clock[0], 3)
             clock[0] = now
+            _say(f"{phase}: {name} {ph['wall_s'][name]:.1f} s")
+        _say(f"{phase}: {tokens[phase]} tokens, kernels {', '.join(pkgs)}")
         with torch.no_grad():
             ref = step(stock, phase)()
             ph["layout_bit_exact"] = bool(torch.equal(step(layout, phase)(), ref))
@@ -352,8 +354,11 @@ def _run(pkg_list: list, opts: E2EOptions) -> dict:
             if opts.compile:
                 for name, m in (("torch.compile", stock), ("torch.compile+kernels", patched),
                                 *((f"torch.compile+{peer}", pm) for peer, pm in peers.items())):
+                    t0 = time.perf_counter()
                     fn, info = C.compile_step(m, lambda cm, phase=phase: cm(**subject.inputs(phase)).logits,
                                               opts.compile_backend, namespaces, opts.device)
+                    _say(f"{phase}: compiled {name} in {time.perf_counter() - t0:.1f} s"
+                         + ("" if fn is not None else " (failed: its row is left out)"))
                     compiled[name] = info
                     if fn is not None:
                         fns[name] = fn
@@ -383,6 +388,11 @@ def _run(pkg_list: list, opts: E2EOptions) -> dict:
         ph["why_slower"] = why_slower(ph, opts)
         pkgs = all_pkgs
     return record
+
+
+def _say(msg: str) -> None:
+    """A progress line on stderr: a device call cut by its time limit still shows which step took the time."""
+    print(f"e2e {msg}", file=sys.stderr, flush=True)
 
 
 def _predict(ph: dict, med: dict, pkgs: dict, placed: dict) -> dict:
