@@ -14,7 +14,7 @@ import triton
 import triton.language as tl
 
 TUNABLES = {"BV": [8, 16, 32, 64], "num_warps": [1, 2, 4, 8]}
-CONFIG = {"BV": 32, "num_warps": 4, "BY_BATCH": []}
+CONFIG = {'BV': 8, 'num_warps': 1, 'BY_BATCH': [[1, 8, 1], [8, 8, 1], [32, 16, 1], [64, 8, 1], [128, 8, 1], [256, 8, 1], [512, 8, 1]]}
 
 
 @triton.jit
