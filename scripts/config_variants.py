@@ -12,14 +12,13 @@ Each argument after the folder is a JSON object merged into the solution's CONFI
 
 from __future__ import annotations
 
-import ast
 import json
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
-from kernelcraft.agent.tuner import with_config  # noqa: E402
+from kernelcraft.agent.tuner import config_of, with_config  # noqa: E402
 
 
 def main() -> None:
@@ -27,8 +26,9 @@ def main() -> None:
         sys.exit(__doc__)
     src, dest = Path(sys.argv[1]), Path(sys.argv[2])
     text = src.read_text()
-    config = next(ast.literal_eval(n.value) for n in ast.parse(text).body
-                  if isinstance(n, ast.Assign) and any(getattr(t, "id", "") == "CONFIG" for t in n.targets))
+    config = config_of(text)
+    if config is None:
+        sys.exit(f"{src}: no module-level CONFIG dict literal")
     dest.mkdir(parents=True, exist_ok=True)
     for i, raw in enumerate(sys.argv[3:]):
         change = json.loads(raw)

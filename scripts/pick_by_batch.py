@@ -10,19 +10,13 @@ its own timing), so that the pick's luck among near-equal variants is not what g
 
 from __future__ import annotations
 
-import ast
 import json
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
-from kernelcraft.agent.tuner import with_config  # noqa: E402
-
-
-def _config(path: Path) -> dict:
-    return next(ast.literal_eval(n.value) for n in ast.parse(path.read_text()).body
-                if isinstance(n, ast.Assign) and any(getattr(t, "id", "") == "CONFIG" for t in n.targets))
+from kernelcraft.agent.tuner import config_of, with_config  # noqa: E402
 
 
 def main() -> None:
@@ -37,7 +31,7 @@ def main() -> None:
         path = Path(s["path"])
         if not path.exists():
             continue
-        cfg = _config(path)
+        cfg = config_of(path.read_text()) or {}
         if "BV" not in cfg or "num_warps" not in cfg:
             continue
         for w in s["workloads"]:
@@ -53,7 +47,9 @@ def main() -> None:
         ms, name, cfg = best[b]
         print(f"batch {b}: {name} BV {cfg['BV']} num_warps {cfg['num_warps']} {ms:.4f} ms")
     text = base.read_text()
-    cfg = _config(base)
+    cfg = config_of(text)
+    if cfg is None:
+        sys.exit(f"{base}: no module-level CONFIG dict literal to write BY_BATCH into")
     big = best[max(best)][2]  # past the largest batch measured: the largest batch's choice
     out.write_text(with_config(text, {**cfg, "BV": big["BV"], "num_warps": big["num_warps"], "BY_BATCH": rows}))
     print(f"wrote {out}: BY_BATCH {rows}")

@@ -44,6 +44,15 @@ def _literal(tree: ast.Module, name: str) -> tuple[ast.Assign, dict] | None:
     return None
 
 
+def config_of(text: str) -> dict | None:
+    """A source's module-level CONFIG dict literal, or None (no such literal, or not parseable)."""
+    try:
+        found = _literal(ast.parse(text), "CONFIG")
+    except SyntaxError:
+        return None
+    return found[1] if found else None
+
+
 def tunables_of(text: str) -> tuple[dict[str, list], dict] | None:
     """(TUNABLES, CONFIG) of a source, or None when it declares no valid pair."""
     try:
