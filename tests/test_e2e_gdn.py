@@ -182,3 +182,165 @@ def test_settings_the_op_does_not_compute_are_refused(tiny, pkgs):
     with pytest.raises(E2EError, match="peer fla: flash-linear-attention does not import"):
         run_e2e([pkgs["gdn_decode"]], E2EOptions(model="qwen3-next-gdn-tiny", batch=2, seq=8, phases=("decode",),
                                                  compile=False, peers=("fla",)))
+
+
+# -- what one region call costs around the op ---------------------------------------------------------------
+# aten ops that only make a view (no device work, no allocation)
+_VIEWS = {"aten.view.default", "aten.slice.Tensor", "aten.detach.default", "aten._unsafe_view.default",
+          "aten.transpose.int", "aten.as_strided.default", "aten._reshape_alias.default", "aten.select.int",
+          "aten.expand.default", "aten.unsqueeze.default"}
+# a host-device sync (.item(), .tolist(), bool/int/float of a tensor) or a tensor made from Python data
+_SYNCS = ("aten._local_scalar_dense", "aten.lift_fresh", "aten.item")
+
+
+class _OpLog:
+    """Every aten op a call dispatches (a TorchDispatchMode), the exported ops answered with empty outputs of the
+    declared shapes instead of running (the kernel's own work is the gauntlet's to judge; this is what the
+    region adds around it)."""
+
+    def __init__(self, namespaces):
+        from torch.utils._python_dispatch import TorchDispatchMode
+
+        log = self
+
+        class Mode(TorchDispatchMode):
+            def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+                name = str(func)
+                log.ops.append(name)
+                if name.split(".")[0] in namespaces:
+                    v, state = args[2], args[3]
+                    return torch.empty(v.shape, dtype=v.dtype), torch.empty_like(state)
+                return func(*args, **(kwargs or {}))
+
+        self.mode, self.ops = Mode(), []
+
+    def __enter__(self):
+        self.ops = []
+        self.mode.__enter__()
+        return self
+
+    def __exit__(self, *exc):
+        return self.mode.__exit__(*exc)
+
+    def work(self) -> list[str]:
+        """The ops other than views and the exported op: each one device work (a kernel launch on a GPU)."""
+        return sorted(o for o in self.ops if o not in _VIEWS and not o.startswith("kcx_"))
+
+
+def _namespaces(pkgs):
+    return {p.export_info["namespace"] for p in pkgs.values()}
+
+
+@pytest.mark.parametrize("kind", ["gdn_prefill", "gdn_decode"])
+@pytest.mark.parametrize("pre_repeated", [False, True])
+def test_a_region_call_adds_no_sync_and_only_the_layout_copies(tiny, pkgs, kind, pre_repeated):
+    """One eager region call after the first (the isolated row's call, region_inputs' contiguous tensors):
+    no host-device sync, no tensor from Python data, and no device work but the op and the copies the layouts
+    force (q and k back from the forward's repeat_interleave; decode's initial state to k-last). The gate
+    parameters' float32 copies, the zero initial state and cu_seqlens are made by the first call only."""
+    from kernelcraft.e2e import regions as R
+
+    m = copy.deepcopy(tiny.model)
+    R.patch(m, {k: p.op for k, p in pkgs.items()})
+    reg = next(r for r in R.regions(m) if r.kind == kind)
+    reg.pre_repeated = pre_repeated
+    x = R.region_inputs(kind, 16 if kind == "gdn_prefill" else 2, m.config, "cpu", torch.bfloat16, seed=2, batch=2,
+                        region=reg)
+    log = _OpLog(_namespaces(pkgs))
+    with torch.no_grad():
+        with log:
+            R.call(reg, x)
+        first = log.work()
+        with log:
+            out, state = R.call(reg, x)
+    assert not [o for o in log.ops if o.startswith(_SYNCS)], log.ops
+    assert sum(o.startswith("kcx_") for o in log.ops) == 1, log.ops
+    copies = (2 if pre_repeated else 0) + (kind == "gdn_decode")  # q, k; decode's state transpose
+    assert log.work() == ["aten.clone.default"] * copies, log.ops
+    assert len(log.ops) <= (11 if kind == "gdn_prefill" else 8), log.ops
+    made_once = (["aten._to_copy.default"] * 2  # A_log, dt_bias in float32 (bf16 here)
+                 + (["aten.arange.start_step", "aten.zeros.default"] if kind == "gdn_prefill" else []))
+    assert first == sorted(log.work() + made_once), first
+    assert out.shape == x.args[2].shape and out.dtype == x.args[2].dtype
+
+
+def test_a_region_call_inside_the_model_copies_only_what_the_layout_needs(tiny, pkgs):
+    """The regions as the model calls them (q, k, v views of the conv's transposed output): per call no sync and
+    at most the q, k, v copies (and decode's state) besides the op."""
+    from kernelcraft.e2e import regions as R
+
+    m = copy.deepcopy(tiny.model)
+    R.patch(m, {k: p.op for k, p in pkgs.items()})
+    per_call = {}
+    for r in R.regions(m):
+        def logged(*a, _call=r.forward, _kind=r.kind, **k):
+            log = _OpLog(_namespaces(pkgs))
+            with log:
+                out = _call(*a, **k)
+            per_call.setdefault(_kind, []).append(log)
+            return out
+        r.forward = logged
+    with torch.no_grad():
+        for phase in ("prefill", "decode"):
+            for _ in range(2):  # the second step is the one checked: the first makes the kept tensors
+                per_call.clear()
+                m(**tiny.inputs(phase))
+            kind = f"gdn_{phase}"
+            assert len(per_call[kind]) == 3, (phase, per_call)
+            for log in per_call[kind]:
+                assert not [o for o in log.ops if o.startswith(_SYNCS)], log.ops
+                assert sum(o.startswith("kcx_") for o in log.ops) == 1, log.ops
+                work = log.work()
+                assert set(work) <= {"aten.clone.default"} and len(work) <= (3 if phase == "prefill" else 4), log.ops
+
+
+def test_kept_tensors_equal_fresh_ones_and_follow_the_parameters(tiny, pkgs):
+    """What an eager call reuses is what a fresh call makes, bit for bit; an in-place change of a gate parameter
+    (its version counter), another dtype or another shape is seen; inference mode gets tensors of its own."""
+    from kernelcraft.e2e import gdn as G
+    from kernelcraft.e2e import regions as R
+
+    m = copy.deepcopy(tiny.model)
+    R.patch(m, {k: p.op for k, p in pkgs.items()})
+    reg = next(r for r in R.regions(m) if r.kind == "gdn_prefill")
+
+    def args(region, x):
+        return region.op_args(*x.args, {k: x.kwargs[k] for k in G.EXTRA},
+                              **{k: v for k, v in x.kwargs.items() if k not in G.EXTRA})
+
+    def fresh(x):
+        r = G.GDNRegion(reg.kind, reg.fn, (reg.num_k_heads, reg.num_v_heads), reg.head_k_dim, reg.pre_repeated,
+                        reg.op)
+        return args(r, x)
+
+    def same(got, want):
+        assert len(got) == len(want)
+        for g, w in zip(got, want, strict=True):
+            if isinstance(g, torch.Tensor):
+                assert g.dtype == w.dtype and g.shape == w.shape and torch.equal(g, w)
+            else:
+                assert g == w
+
+    x = R.region_inputs("gdn_prefill", 16, m.config, "cpu", torch.bfloat16, seed=2, batch=2, region=reg)
+    with torch.no_grad():
+        a1, a2 = args(reg, x), args(reg, x)
+        same(a2, fresh(x))
+        for i in (3, 4, 6, 8):  # state, A_log, dt_bias, cu_seqlens: the same tensors the second time
+            assert a2[i] is a1[i]
+        x.kwargs["kc_A_log"].add_(0.5)  # in place: the version counter moves
+        a3 = args(reg, x)
+        assert a3[4] is not a1[4] and torch.equal(a3[4], x.kwargs["kc_A_log"].float())
+        same(a3, fresh(x))
+        x.kwargs["kc_dt_bias"] = x.kwargs["kc_dt_bias"].float()  # another tensor, float32 already
+        same(args(reg, x), fresh(x))
+        y = R.region_inputs("gdn_prefill", 16, m.config, "cpu", torch.bfloat16, seed=3, batch=1, region=reg)
+        b = args(reg, y)  # one sequence of 16: another state and cu_seqlens
+        assert b[3].shape[0] == 1 and b[8].tolist() == [0, 16]
+        same(b, fresh(y))
+    with torch.inference_mode():
+        c = args(reg, y)
+        assert c[3].is_inference() and c[3] is not b[3]
+    with torch.no_grad():  # and a call outside it none of those
+        d = args(reg, y)
+        assert not d[3].is_inference() and not d[4].is_inference()
+        same(d, fresh(y))

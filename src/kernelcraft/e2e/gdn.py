@@ -42,7 +42,9 @@ _ALLOWED_KW = {"g", "beta", "initial_state", "output_final_state", "use_qk_l2nor
 ADAPTATION = [
     "gate: the model passes g = -exp(A_log.float()) * softplus(a.float() + dt_bias) (log decay, float32); the op "
     "takes A_log, a, dt_bias and computes exp(that) itself: the region hands it the layer's A_log and dt_bias "
-    "widened to float32 (exact) and the forward's a (the forward's statement is checked to be exactly that)",
+    "widened to float32 (exact; widened once and reused by eager calls while the parameter is the same tensor with "
+    "the same storage and version counter) and the forward's a (the forward's statement is checked to be exactly "
+    "that)",
     "beta: the model passes beta = b.sigmoid() in the model dtype; the op computes sigmoid(b) in float32 from b: "
     "the kernel's beta lacks the model's one rounding of beta (at most 2^-9 relative in bfloat16)",
     "q/k l2 norm: the model calls with use_qk_l2norm_in_kernel=True and the op l2-normalises inside "
@@ -55,10 +57,11 @@ ADAPTATION = [
     "every group-th head back (exactly the originals)",
     "state: the model's recurrent state is [N, HV, K, V] float32, the op's k-last [N, HV, V, K]: the region "
     "transposes the initial state in (one copy) and returns the op's new state as a transposed view (the cache's "
-    "copy_ stores it k-first); no initial state (a prefill without cache): zeros; output_final_state=False: the "
-    "op's new state is dropped",
-    "packing: prefill's [B, S] tokens go to the op as B*S rows with cu_seqlens [0, S, 2S, ...] (the call's "
-    "cu_seqlens when it passes one, B = 1); chunk_size is not passed (the op chunks by itself: the same recurrence)",
+    "copy_ stores it k-first); no initial state (a prefill without cache): zeros (made once per shape and reused "
+    "by eager calls: the op writes none of its inputs); output_final_state=False: the op's new state is dropped",
+    "packing: prefill's [B, S] tokens go to the op as B*S rows with cu_seqlens [0, S, 2S, ...] (made once per "
+    "(B, S) and reused by eager calls; the call's cu_seqlens when it passes one, B = 1); chunk_size is not passed "
+    "(the op chunks by itself: the same recurrence)",
 ]
 
 
@@ -210,6 +213,7 @@ class GDNRegion(torch.nn.Module):
         self.head_k_dim, self.pre_repeated = head_k_dim, pre_repeated
         self.annotate = False
         self.calls = 0  # calls that took the op (kernel or peer) path
+        self._consts: dict = {}  # slot -> what eager calls reuse (``_const``, ``_float32``)
 
     def forward(self, query, key, value, **kw):
         extra = {k: kw.pop(k) for k in EXTRA}
@@ -240,11 +244,12 @@ class GDNRegion(torch.nn.Module):
         if query.shape[2] != self.num_k_heads:
             raise GDNPatchError(f"{self.kind}: q has {query.shape[2]} heads, the layer {self.num_k_heads} q/k heads")
         a, b = extra["kc_a"], extra["kc_b"]
-        A_log, dt_bias = extra["kc_A_log"].detach().float(), extra["kc_dt_bias"].detach().float()
+        A_log, dt_bias = self._float32("A_log", extra["kc_A_log"]), self._float32("dt_bias", extra["kc_dt_bias"])
         HV, V, K = value.shape[2], value.shape[3], query.shape[3]
+        dev = value.device
         if initial_state is None:
-            state = torch.zeros(B if cu_seqlens is None else cu_seqlens.numel() - 1, HV, V, K, dtype=torch.float32,
-                                device=value.device)
+            shape = (B if cu_seqlens is None else cu_seqlens.numel() - 1, HV, V, K)
+            state = self._const("state", (shape, dev), lambda: torch.zeros(shape, dtype=torch.float32, device=dev))
         else:
             state = initial_state.float().transpose(-1, -2).contiguous()
         scale = float(K ** -0.5 if scale is None else scale)
@@ -255,19 +260,61 @@ class GDNRegion(torch.nn.Module):
                     b.contiguous(), scale)
         T = B * S
         if cu_seqlens is None:
-            cu_seqlens = torch.arange(0, T + 1, S, dtype=torch.int64, device=value.device)
+            cu_seqlens = self._const("cu_seqlens", (B, S, dev),
+                                     lambda: torch.arange(0, T + 1, S, dtype=torch.int64, device=dev))
         elif B != 1:
             raise GDNPatchError(f"gdn_prefill: cu_seqlens with batch {B}; packed sequences come as batch 1")
+        elif cu_seqlens.dtype is not torch.int64:
+            cu_seqlens = cu_seqlens.to(torch.int64)
         return (query.reshape(T, -1, K).contiguous(), key.reshape(T, -1, K).contiguous(),
                 value.reshape(T, HV, V).contiguous(), state, A_log, a.reshape(T, HV).contiguous(), dt_bias,
-                b.reshape(T, HV).contiguous(), cu_seqlens.to(torch.int64), scale)
+                b.reshape(T, HV).contiguous(), cu_seqlens, scale)
+
+    # Tensors the op only reads (it mutates none of its arguments) that every eager call with the same key would
+    # make alike: kept per region and reused. Made afresh and not kept under torch.compile (the graph makes them),
+    # while a CUDA graph is being captured (the memory is the graph's, the kernels run at replay only), and when
+    # the result is no plain tensor (a trace's fake or functional tensor); keys include inference mode (an
+    # inference tensor is not handed to a call outside it).
+    @staticmethod
+    def _keep(t: torch.Tensor) -> bool:
+        return type(t) is torch.Tensor and not (t.is_cuda and torch.cuda.is_current_stream_capturing())
+
+    def _const(self, slot: str, key, make):
+        """``make()``, or what it made for an earlier eager call with the same ``key``."""
+        if torch.compiler.is_compiling():
+            return make()
+        key = (key, torch.is_inference_mode_enabled())
+        hit = self._consts.get(slot)
+        if hit is not None and hit[0] == key:
+            return hit[1]
+        t = make()
+        if self._keep(t):
+            self._consts[slot] = (key, t)
+        return t
+
+    def _float32(self, slot: str, p: torch.Tensor) -> torch.Tensor:
+        """``p.detach().float()`` (a gate parameter widened for the op: exact), made once and reused while ``p`` is
+        the same tensor with the same storage, dtype, device and version counter (an in-place change, as
+        ``load_state_dict`` or ``copy_`` make, bumps the counter; a write through ``p.data`` does not and is not
+        seen, as the norms' ``1 + weight`` made when their regions are placed)."""
+        if torch.compiler.is_compiling() or type(p) not in (torch.Tensor, torch.nn.Parameter) or p.is_inference():
+            return p.detach().float()
+        key = (p._version, p.data_ptr(), p.dtype, p.device, torch.is_inference_mode_enabled())
+        hit = self._consts.get(slot)
+        if hit is not None and hit[0] is p and hit[1] == key:  # the entry holds p: its id is never recycled
+            return hit[2]
+        t = p.detach().float()
+        if self._keep(t):
+            self._consts[slot] = (p, key, t)
+        return t
 
     def kernel(self, query, key, value, extra, **kw):
         args = self.op_args(query, key, value, extra, **kw)
         out, new_state = self.op(*args)
         # the model's dtype (the definition's bf16 output): the op's fake implementation is the reference,
         # which returns float32 math, so under torch.compile the traced output would be float32 otherwise
-        out = out.to(value.dtype)
+        if out.dtype is not value.dtype:
+            out = out.to(value.dtype)
         if self.kind == "gdn_prefill":
             out = out.view(*query.shape[:2], *out.shape[1:])
         return out, (new_state.transpose(-1, -2) if kw.get("output_final_state") else None)
