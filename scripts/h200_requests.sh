@@ -14,7 +14,7 @@
 #   `bash scripts/h200_requests.sh .kernelcraft/requests` with carry [".kernelcraft/requests"]).
 # DEVICE=cpu runs the same here: the Triton interpreter, checks only (--no-timing: interpreted timings
 # take minutes and mean nothing), workloads up to 32 MB, no [validate] (the benchmarks need CUDA).
-# ONLY="folder ..." runs those alone. Limits: EVAL_S per request (default 75 s), TOTAL_S in all
+# ONLY="folder ..." runs those alone; CAND_FILES="a.py b.py" judges those files instead of each folder's CAND entry. Limits: EVAL_S per request (default 75 s), TOTAL_S in all
 # (default 345 s, under 6 minutes); a request that cannot start with 30 s left is named at the end.
 set -u
 export PYTHONUNBUFFERED=1
@@ -72,8 +72,10 @@ for f in "${ORDER[@]}"; do
   else
     extra+=(--no-timing --cpu-max-mb 32)
   fi
-  echo "=== $f (limit ${limit} s, $(( $(date +%s) - start )) s elapsed): ${CAND[$f]}"
-  timeout "$limit" python3 -m kernelcraft eval "$work/$f" "${CAND[$f]}" --with-baseline --device "$DEVICE" \
+  echo "=== $f (limit ${limit} s, $(( $(date +%s) - start )) s elapsed): ${CAND_FILES:-${CAND[$f]}}"
+  cands=${CAND_FILES:-${CAND[$f]}}
+  # shellcheck disable=SC2086  # CAND_FILES is a space-separated list of files
+  timeout "$limit" python3 -m kernelcraft eval "$work/$f" $cands --with-baseline --device "$DEVICE" \
     "${extra[@]}" --json "$RES/$f.json" > "$RES/$f.log" 2>&1
   echo "    exit $?"
   cp "$work/$f/contract.toml" "$RES/$f.contract.toml"
