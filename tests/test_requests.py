@@ -114,6 +114,16 @@ def test_validate_timeout_and_a_command_that_cannot_start(tmp_path):
     [s] = rep["solutions"]
     assert s["status"] == "RUNTIME_ERROR" and "could not start" in s["reason"], s["reason"]
 
+    # a verifier that dies of an out-of-memory error (on the H200 the reference inside the LeapQuant request's
+    # benchmark.py, while another job's holdout held the device's memory) is run once more, then is no verdict
+    cmd = ("python -c \"import sys; print('torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 256.00 "
+           "MiB'); sys.exit(1)\" {solution}")
+    oom = generator_only(RING_CONTRACT) + f'[validate]\ncommand = "{cmd.replace(chr(34), chr(92) + chr(34))}"\n'
+    rep = eval_json(request_copy(tmp_path, contract=oom, name="oom"), HONEST, extra=("--no-timing",), tmp=tmp_path)
+    [s] = rep["solutions"]
+    assert s["status"] == "RUNTIME_ERROR" and "ran out of GPU memory" in s["reason"], s["reason"]
+    assert s["validation"]["attempts"] == 2, s["validation"]
+
 
 def test_a_validate_command_may_write_its_own_proc_entry(tmp_path):
     """The CUDA driver writes to its process's own /proc entries; a request's verifier is a new process

@@ -490,7 +490,7 @@ def _no_baseline(why: str) -> str:
 def _validation(res: SolutionResult, v: dict) -> None:
     """The request's own verifier (``[validate]``, :mod:`kernelcraft.gauntlet.validate`): it can only
     reject; its command, exit code and output's tail are kept either way."""
-    keep = ("status", "reason", "command", "exit_code", "output_tail")
+    keep = ("status", "reason", "command", "exit_code", "output_tail", "attempts")
     res.validation = {k: v[k] for k in keep if k in v}
     status = v.get("status")
     if status not in ("PASSED", "SKIPPED") and res.status == "PASSED":

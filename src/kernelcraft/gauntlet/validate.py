@@ -130,6 +130,16 @@ def supported(solution: Solution) -> str:
             "the [validate] gate applies to python and triton solutions")
 
 
+# what torch / the CUDA runtime print when an allocation fails: inside the request's verifier that is the shared
+# device's state (other jobs' caching allocators at a holdout's size), not a verdict on the candidate
+OUT_OF_MEMORY = ("CUDA out of memory", "OutOfMemoryError", "CUDA_ERROR_OUT_OF_MEMORY", "cudaErrorMemoryAllocation")
+
+
+def out_of_memory(v: dict) -> bool:
+    """True for a verdict of a verifier that died of an out-of-memory error (worth one retry)."""
+    return v.get("out_of_memory", False)
+
+
 def verdict(command: str, exit_code: int | None, timed_out: bool, output_tail: str, timeout_s: float,
             started: bool = True, error: str = "") -> dict:
     tail = "".join(c if c.isprintable() or c in "\n\t" else "?" for c in output_tail).strip()[-3000:]
@@ -142,6 +152,12 @@ def verdict(command: str, exit_code: int | None, timed_out: bool, output_tail: s
         return {**base, "status": "TIMEOUT", "reason": (
             f"[request-validation] {command!r} did not finish within {timeout_s:g} s "
             "(contract.toml [validate] timeout_s); its output ended with:\n" + tail)}
+    if exit_code != 0 and any(m in tail for m in OUT_OF_MEMORY):
+        # not PASSED either: a candidate that exhausts memory on purpose gains nothing from this
+        return {**base, "status": "RUNTIME_ERROR", "out_of_memory": True, "reason": (
+            f"[request-validation] the request's own verifier {command!r} ran out of GPU memory (exit code "
+            f"{exit_code}): the device's memory was taken, possibly by other jobs on the same GPU, so this is no "
+            "verdict on the candidate; re-run it with fewer jobs per GPU (--jobs 1). Its output ended with:\n" + tail)}
     if exit_code != 0:
         return {**base, "status": "REJECTED", "reason": (
             f"[request-validation] the request's own verifier {command!r} exited with code {exit_code}; "

@@ -651,22 +651,31 @@ def _validate(subject, task, solution) -> dict:
     why = validate.supported(solution)
     if why:
         return {"status": "SKIPPED", "reason": why, "command": spec.command}
-    try:
-        argv, root = validate.prepare(task, solution, subject.client.scratch)
-    except (validate.CannotValidate, OSError) as e:
-        return {"status": "RUNTIME_ERROR", "command": spec.command,
-                "reason": f"[request-validation] the folder for the command could not be prepared: {e}"}
-    try:
-        r = subject._ask("validate", protocol.ValidateReply, timeout=min(spec.timeout_s + 60, subject.timeout_s),
-                         argv=argv, cwd=str(root), timeout_s=spec.timeout_s)
-    except Refused as e:
-        return {"status": e.status, "command": spec.command, "reason": f"[request-validation] {e.reason}"}
-    finally:
-        # the task's copy (contract, verifier) stays out of the candidate's reach for the timings
-        import shutil
+    import shutil
+    import time
 
-        shutil.rmtree(root, ignore_errors=True)
-    return validate.verdict(spec.command, r.exit_code, r.timed_out, r.output_tail, spec.timeout_s, r.started, r.error)
+    v: dict = {}
+    for attempt in (1, 2):  # a verifier that ran out of GPU memory (the device is shared) gets one more run
+        try:
+            argv, root = validate.prepare(task, solution, subject.client.scratch)
+        except (validate.CannotValidate, OSError) as e:
+            return {"status": "RUNTIME_ERROR", "command": spec.command,
+                    "reason": f"[request-validation] the folder for the command could not be prepared: {e}"}
+        try:
+            r = subject._ask("validate", protocol.ValidateReply, timeout=min(spec.timeout_s + 60, subject.timeout_s),
+                             argv=argv, cwd=str(root), timeout_s=spec.timeout_s)
+        except Refused as e:
+            return {"status": e.status, "command": spec.command, "reason": f"[request-validation] {e.reason}"}
+        finally:
+            # the task's copy (contract, verifier) stays out of the candidate's reach for the timings
+            shutil.rmtree(root, ignore_errors=True)
+        v = validate.verdict(spec.command, r.exit_code, r.timed_out, r.output_tail, spec.timeout_s, r.started,
+                             r.error)
+        v["attempts"] = attempt
+        if not validate.out_of_memory(v):
+            break
+        time.sleep(2.0)  # the other jobs' holdouts move on meanwhile
+    return v
 
 
 def _build_reply():
