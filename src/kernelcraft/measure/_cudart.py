@@ -73,3 +73,25 @@ def profiler_start() -> int:
 def profiler_stop() -> int:
     lib = _lib()
     return -1 if lib is None else int(lib.cudaProfilerStop())
+
+
+CUDA_HOST_ALLOC_MAPPED = 0x02  # cudaHostAllocMapped
+
+
+def mapped_host_word() -> tuple[int, int] | None:
+    """Four bytes of pinned host memory mapped into the device's address space (cudaHostAlloc with
+    cudaHostAllocMapped): (host address, device address from cudaHostGetDevicePointer), or None where the
+    runtime is missing or refuses. The device address is the one a kernel may read: a pinned tensor's own
+    address (torch's pin_memory) faulted as a kernel argument on the H200 host (illegal memory access)."""
+    lib = _lib()
+    if lib is None:
+        return None
+    host = ctypes.c_void_p(0)
+    if int(lib.cudaHostAlloc(ctypes.byref(host), ctypes.c_size_t(4), ctypes.c_uint(CUDA_HOST_ALLOC_MAPPED))) != 0:
+        return None
+    dev = ctypes.c_void_p(0)
+    if int(lib.cudaHostGetDevicePointer(ctypes.byref(dev), host, ctypes.c_uint(0))) != 0:
+        lib.cudaFreeHost(host)
+        return None
+    ctypes.c_int32.from_address(host.value).value = 0
+    return int(host.value), int(dev.value)

@@ -161,21 +161,29 @@ class _Blocker:
                 v = tl.load(flag, volatile=True)
                 i += 1
 
-        class _HostPtr:  # the pinned flag's address as Triton takes a pointer argument (UVA: same address)
+        class _DevPtr:  # the flag's device address as Triton takes a pointer argument
             dtype = torch.int32
 
-            def __init__(self, t: torch.Tensor):
-                self.t = t
+            def __init__(self, address: int):
+                self.address = address
 
             def data_ptr(self) -> int:
-                return self.t.data_ptr()
+                return self.address
 
         import ctypes
 
+        from kernelcraft.measure import _cudart
+
         self.device = device
-        self.flag = torch.zeros(1, dtype=torch.int32, pin_memory=True)
-        self.word = ctypes.c_int32.from_address(self.flag.data_ptr())  # a plain host store, no dispatcher
-        self.ptr = _HostPtr(self.flag)
+        _synchronize(device)  # a context before the runtime's host allocation
+        word = _cudart.mapped_host_word()
+        if word is None:
+            raise RuntimeError("the timer's blocking kernel needs mapped pinned host memory (cudaHostAlloc with "
+                               "cudaHostAllocMapped) and the CUDA runtime refused it; unset "
+                               f"{BLOCK_ENV} to time without the blocker")
+        host, dev = word  # the 4 bytes live as long as the process: one blocker per clock, a handful per run
+        self.word = ctypes.c_int32.from_address(host)  # a plain host store, no dispatcher
+        self.ptr = _DevPtr(dev)
         self.kernel = _spin
         self.hold()  # compiles the spin once, outside any timed turn
         self.release()
