@@ -107,3 +107,42 @@ def test_parallel_judges_compute_a_slow_call_once(cache, tmp_path, monkeypatch):
     assert log.read_text().count("computed") == 1
     outs = [torch.load(f) for f in tmp_path.glob("calls.log.*")]
     assert len(outs) == 2 and torch.equal(outs[0], outs[1])
+
+
+def test_a_reference_that_ran_out_of_device_memory_runs_once_more(cache, monkeypatch):
+    """On the H200 the LeapQuant request's holdout reference (batch 4097) failed with torch.OutOfMemoryError
+    while another judge's cache held the device: the candidate got RUNTIME_ERROR [reference] for nothing it
+    did. The judge now gives its cache back, waits and runs the reference once more; a second failure stays
+    the task's RUNTIME_ERROR."""
+    from kernelcraft.gauntlet import judge as judge_mod
+    from kernelcraft.gauntlet.judge import Judge, LocalSubject
+    from kernelcraft.task.loader import load_task
+
+    from conftest import ROOT
+
+    monkeypatch.setattr(judge_mod, "OOM_RETRY_S", 0.0)
+    task = load_task(ROOT / "tasks" / "rmsnorm")
+    ns: dict = {}
+    exec(task.definition.reference, ns)
+    real, failures = ns["run"], []
+
+    def flaky(*args):
+        if len(failures) < budget[0]:
+            failures.append(1)
+            raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 8.00 GiB")
+        return real(*args)
+
+    w = min(task.workloads, key=lambda w: task.io_bytes(w.axes))
+    budget = [2]  # the float64 attempt and the native-precision fallback both fail, the next round passes
+    judge = Judge(task, None, flaky, None, "cpu", 3)
+    judge.subject = LocalSubject(real, judge)
+    r = judge.check(w)
+    assert r["status"] == "PASSED" and failures == [1, 1], r["reason"]
+
+    budget[0], failures[:] = 10, []
+    cache._slow.clear()
+    judge = Judge(task, None, flaky, None, "cpu", 4)
+    judge.subject = LocalSubject(real, judge)
+    r = judge.check(w)
+    assert r["status"] == "RUNTIME_ERROR" and r["gate"] == "reference" and "out of memory" in r["reason"], r
+    assert len(failures) == 4  # float64 then native, once and once more

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import random
 import re
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -53,6 +54,25 @@ CHECK_PROBABILITY = 1 / 8  # share of timed calls whose outputs the judge checks
 # A placement reuses the arena it fits in unless that is over this factor and slack larger than it needs.
 ARENA_KEEP_FACTOR = 4
 ARENA_KEEP_SLACK = 1 << 30
+
+
+OOM_RETRY_S = 5.0  # the wait before a reference that ran out of device memory runs once more
+CACHE_KEEP_FRACTION = 0.25  # a judge keeps at most this share of the device's memory cached after a reference call
+
+
+def _give_back_cuda_cache(device: str, only_above: float = 0.0) -> None:
+    """Return torch's cached (unused) device memory to the driver, so that other processes on the GPU can
+    allocate it; with ``only_above``, only when the cache holds more than that share of the device."""
+    if not str(device).startswith("cuda") or not torch.cuda.is_available():
+        return
+    if only_above:
+        reserved = torch.cuda.memory_reserved(device) - torch.cuda.memory_allocated(device)
+        if reserved <= only_above * torch.cuda.get_device_properties(device).total_memory:
+            return
+    import gc
+
+    gc.collect()
+    torch.cuda.empty_cache()
 
 
 class Refused(Exception):
@@ -466,7 +486,17 @@ class Judge:
 
         # a slow reference (the linear-attention tasks' token loops) runs once per distinct inputs,
         # not once per solution checked on them (refcache's docstring)
-        return refcache.cached_call(compute, inputs, self.d.reference, native, self.device)
+        try:
+            out = refcache.cached_call(compute, inputs, self.d.reference, native, self.device)
+        except torch.OutOfMemoryError:
+            # the device is shared with the other jobs' judges and runners: a holdout's reference (the LeapQuant
+            # step's at batch 4097 makes 8 GiB temporaries) failed on the H200 while another judge's cache held
+            # 85-101 GiB. Give back this process's cache, let the others move on, and run it once more.
+            _give_back_cuda_cache(self.device)
+            time.sleep(OOM_RETRY_S)
+            out = refcache.cached_call(compute, inputs, self.d.reference, native, self.device)
+        _give_back_cuda_cache(self.device, only_above=CACHE_KEEP_FRACTION)
+        return out
 
     def _compare(self, outputs: list[Any], expected: list[Any], axes: dict[str, int], inputs: list[Any],
                  floor: dict[str, float] | None = None) -> Check:
