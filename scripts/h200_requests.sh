@@ -38,7 +38,7 @@ mkdir -p "$OUT" "$RES"
 C=tests/fixtures/kda_request_candidates
 F=tests/fixtures/kda_fft_solutions
 declare -A CAND=(
-  [conless-leapquant-gdn-step]=$C/gdn_step_triton.py
+  [conless-leapquant-gdn-step]=$C/gdn_step_split.py
   [conless-leapquant-kda-step]=$C/kda_step_triton.py
   [conless-leapquant-gdn-flush]=$C/gdn_flush_triton.py
   [conless-leapquant-kda-flush]=$C/kda_flush_triton.py
