@@ -66,6 +66,7 @@ def main() -> int:
     ap.add_argument("--device", default="cuda", help="cpu: a smoke run under TRITON_INTERPRET=1, wall-clock timed")
     ap.add_argument("--ncu", default="", help="launch only this variant, once per batch (under Nsight Compute)")
     args = ap.parse_args()
+    import triton
     import triton.testing
 
     ref, d = _reference()
@@ -100,7 +101,7 @@ def main() -> int:
                 del want
                 t0 = time.time()
                 if dev == "cuda":
-                    ms = triton.testing.do_bench(lambda mod=mod: mod.run(**x), warmup=20, rep=150, return_mode="median")
+                    ms = triton.testing.do_bench(lambda mod=mod, x=x: mod.run(**x), warmup=20, rep=150, return_mode="median")
                 else:
                     t1 = time.perf_counter()
                     mod.run(**x)
@@ -118,6 +119,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    import triton
-
     sys.exit(main())
