@@ -65,3 +65,20 @@ def test_an_eager_call_that_waits_for_the_device_is_not_blocked():
     t = timing.time_interleaved({"syncs": syncs}, "cuda", budget_ms=5, min_reps=5, block=True)["syncs"]
     assert t.method == "cuda-events+l2flush" and t.graph_error
     assert time.perf_counter() - t0 < 10  # a blocked eager sync would wait out the spin's limit every turn
+
+
+@pytest.mark.gpu
+def test_a_temporary_dict_of_closures_stays_alive_while_its_graphs_replay():
+    """time_interleaved replaces each callable by its graph's replay; a graph keeps no reference to the tensors
+    the captured call read. scripts/timing_block.py passed a temporary dict of lambdas over its inputs, they were
+    freed after the capture, and the first unblocked rotation faulted on the H200 (illegal memory access in a
+    replay; results/h200/logs-2026-12-03/timing_block-s14-launch-blocking.log). The same three functions here,
+    passed the same way (timing_block's own `_functions`)."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
+    import timing_block
+
+    t = timing.time_interleaved(timing_block._functions("cuda"), "cuda", budget_ms=5, block=False)
+    assert {v.method for v in t.values()} == {"cuda-graph+events+l2flush"}, t

@@ -357,7 +357,10 @@ def time_interleaved(fns: dict[str, Callable[[], object]], device: str, budget_m
             if g is None:
                 graph_errors[n] = error
                 continue
-            fns[n] = lambda g=g: _replay(g)
+            # the replay keeps the captured callable (and so the tensors its closure reads) alive: a graph holds
+            # no reference to them, and a caller's temporary dict of lambdas is otherwise freed right here
+            # (scripts/timing_block.py's replays faulted on the H200 reading freed inputs)
+            fns[n] = lambda g=g, keep=fns[n]: _replay(g)
             methods[n] = "cuda-graph+events+l2flush"
             if graphs is not None:
                 graphs[n] = (g, out)
