@@ -2,7 +2,7 @@
 against the KDA wishlist request conless-leapquant-gdn-step, whose folder is not in this repository) on CPU under the
 Triton interpreter, against our own float64 statement of the step: the state is materialised (pn (q^T u + codes
 s_k s_v / 127) + sum_j wd_j ubuf_j kbuf_j^T), then one gated delta rule step with l2-normalised q / k. Each of
-gdn_step_split's paths (FMA, DOT, DOT with the row loop) must agree with it as closely as the H200's PASSED
+gdn_step_split's paths (FMA, DOT, DOT with the row loop, FUSED) must agree with it as closely as the H200's PASSED
 records did: the bf16 outputs within two bf16 ulps of their magnitude, the float32 ones to 1e-6."""
 
 from __future__ import annotations
@@ -64,6 +64,7 @@ def _load(name: str, config: dict):
 CASES = [("gdn_step_split.py", {}),  # the default: DOT + row loop (the H200's 59% record)
          ("gdn_step_split.py", {"DOT": 0, "RB": 0, "BV": 32, "num_warps": 2}),  # FMA
          ("gdn_step_split.py", {"DOT": 1, "RB": 0}),
+         ("gdn_step_split.py", {"FUSED": 1}),  # key side and rows in one program per pair
          ("gdn_step_vsplit.py", {})]
 
 
