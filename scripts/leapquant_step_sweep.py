@@ -41,9 +41,13 @@ def _module(path: str, name: str, config: dict):
     return mod
 
 
-def inputs(B: int, d: dict, dev: str, seed: int = 0) -> dict:
-    ax = {k: v.get("value") for k, v in d["axes"].items()}
-    H, HK, V, K, L, R = (ax[k] for k in ("num_heads", "num_key_heads", "value_dim", "key_dim", "window", "rank"))
+DIMS = ("num_heads", "num_key_heads", "value_dim", "key_dim", "window", "rank")
+
+
+def inputs(B: int, dims: tuple[int, ...], dev: str, seed: int = 0, ab_scale: float = 1.0) -> dict:
+    """Random in-domain inputs of one step: dims = (H, HK, V, K, L, R) in DIMS' order (the definition's constants);
+    ab_scale widens the gate and beta pre-activations. Also tests/test_leapquant_step.py's inputs."""
+    H, HK, V, K, L, R = dims
     g = torch.Generator(device="cpu").manual_seed(seed)
     r = lambda *s: torch.randn(*s, generator=g)  # noqa: E731
     h = torch.randint(0, L, (B, H), generator=g, dtype=torch.int32)
@@ -53,7 +57,8 @@ def inputs(B: int, d: dict, dev: str, seed: int = 0) -> dict:
              u=r(B, H, R, K).half(), q=(r(B, H, R, V) * 0.1).half(), kbuf=r(B, H, L, K).bfloat16(),
              ubuf=(r(B, H, L, V) * 0.1).bfloat16(), w=w, p=torch.rand(B, H, generator=g), h=h,
              qx=r(B, HK, K).bfloat16(), kx=r(B, HK, K).bfloat16(), vx=r(B, H, V).bfloat16(),
-             a=r(B, H).bfloat16(), b=r(B, H).bfloat16(), A_log=r(H) * 0.5, dt_bias=r(H) * 0.5)
+             a=(r(B, H) * ab_scale).bfloat16(), b=(r(B, H) * ab_scale).bfloat16(), A_log=r(H) * 0.5,
+             dt_bias=r(H) * 0.5)
     return {k: v.to(dev) for k, v in x.items()}
 
 
@@ -75,7 +80,7 @@ def main() -> int:
     batches = [int(b) for b in args.batches.split(",")]
     variants = [v.split(":", 2) for v in args.variant]
     for B in batches:
-        x = inputs(B, d, dev)
+        x = inputs(B, tuple(d["axes"][k]["value"] for k in DIMS), dev)
         want = ref(**x)
         nbytes = sum(t.numel() * t.element_size() for t in x.values()) + sum(
             t.numel() * t.element_size() for t in want)

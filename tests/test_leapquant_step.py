@@ -7,7 +7,6 @@ records did: the bf16 outputs within two bf16 ulps of their magnitude, the float
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import subprocess
@@ -17,21 +16,9 @@ from pathlib import Path
 import pytest
 import torch
 
-C = Path(__file__).resolve().parent / "fixtures" / "kda_request_candidates"
+ROOT = Path(__file__).resolve().parents[1]
+C = ROOT / "tests" / "fixtures" / "kda_request_candidates"
 H, HK, V, K, L, R = 32, 16, 128, 128, 16, 4
-
-
-def _inputs(B: int, seed: int) -> dict:
-    g = torch.Generator().manual_seed(seed)
-    r = lambda *s: torch.randn(*s, generator=g)  # noqa: E731
-    h = torch.randint(0, L, (B, H), generator=g, dtype=torch.int32)
-    w = torch.rand(B, H, L, generator=g) * (torch.arange(L)[None, None] < h[..., None])
-    return dict(codes=torch.randint(-127, 128, (B, H, V, K), generator=g, dtype=torch.int8),
-                s_k=torch.rand(B, H, K, generator=g) + 0.5, s_v=torch.rand(B, H, V, generator=g) * 0.02,
-                u=r(B, H, R, K).half(), q=(r(B, H, R, V) * 0.1).half(), kbuf=r(B, H, L, K).bfloat16(),
-                ubuf=(r(B, H, L, V) * 0.1).bfloat16(), w=w, p=torch.rand(B, H, generator=g), h=h,
-                qx=r(B, HK, K).bfloat16(), kx=r(B, HK, K).bfloat16(), vx=r(B, H, V).bfloat16(),
-                a=(r(B, H) * 2).bfloat16(), b=(r(B, H) * 2).bfloat16(), A_log=r(H) * 0.5, dt_bias=r(H) * 0.5)
 
 
 def _step64(x: dict) -> list[torch.Tensor]:
@@ -53,14 +40,6 @@ def _step64(x: dict) -> list[torch.Tensor]:
     return [y, kn, upd, w_new, pn]
 
 
-def _load(name: str, config: dict):
-    spec = importlib.util.spec_from_file_location(f"kc_lq_{name}", C / name)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    mod.CONFIG.update(config)
-    return mod
-
-
 CASES = [("gdn_step_split.py", {}),  # the default: DOT + row loop (the H200's 59% record)
          ("gdn_step_split.py", {"DOT": 0, "RB": 0, "BV": 32, "num_warps": 2}),  # FMA
          ("gdn_step_split.py", {"DOT": 1, "RB": 0}),
@@ -70,8 +49,10 @@ CASES = [("gdn_step_split.py", {}),  # the default: DOT + row loop (the H200's 5
 
 def _check(name: str, config: dict) -> str:
     """"" when the candidate's outputs agree with the float64 statement, else what differs."""
-    x = _inputs(1, seed=11)
-    got = _load(name, config).run(**x)
+    from leapquant_step_sweep import _module, inputs  # scripts/: the design sweep's generator and loader
+
+    x = inputs(1, (H, HK, V, K, L, R), "cpu", seed=11, ab_scale=2.0)
+    got = _module(str(C / name), f"kc_lq_{name[:-3]}", config).run(**x)
     for i, (g, ww) in enumerate(zip(got, _step64(x), strict=True)):
         if g.dtype == torch.bfloat16:  # rounded once from float32: two bf16 ulps of the row's magnitude
             tol = 2 * 2.0 ** -8 * ww.abs().amax(-1, keepdim=True) + 1e-6
@@ -88,7 +69,7 @@ def verdicts() -> dict:
     # The interpreter is chosen when a module's @triton.jit runs and cannot be switched inside a pytest worker that
     # already compiled kernels: every case runs in one child process with TRITON_INTERPRET=1.
     env = {**os.environ, "TRITON_INTERPRET": "1",
-           "PYTHONPATH": os.pathsep.join([str(Path(__file__).parent), os.environ.get("PYTHONPATH", "")])}
+           "PYTHONPATH": os.pathsep.join([str(ROOT / "scripts"), os.environ.get("PYTHONPATH", "")])}
     proc = subprocess.run([sys.executable, __file__], env=env, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
     return json.loads(proc.stdout.strip().splitlines()[-1])
