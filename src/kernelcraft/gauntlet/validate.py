@@ -135,11 +135,6 @@ def supported(solution: Solution) -> str:
 OUT_OF_MEMORY = ("CUDA out of memory", "OutOfMemoryError", "CUDA_ERROR_OUT_OF_MEMORY", "cudaErrorMemoryAllocation")
 
 
-def out_of_memory(v: dict) -> bool:
-    """True for a verdict of a verifier that died of an out-of-memory error (worth one retry)."""
-    return v.get("out_of_memory", False)
-
-
 def verdict(command: str, exit_code: int | None, timed_out: bool, output_tail: str, timeout_s: float,
             started: bool = True, error: str = "") -> dict:
     tail = "".join(c if c.isprintable() or c in "\n\t" else "?" for c in output_tail).strip()[-3000:]

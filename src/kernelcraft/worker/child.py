@@ -672,7 +672,7 @@ def _validate(subject, task, solution) -> dict:
         v = validate.verdict(spec.command, r.exit_code, r.timed_out, r.output_tail, spec.timeout_s, r.started,
                              r.error)
         v["attempts"] = attempt
-        if not validate.out_of_memory(v):
+        if not v.get("out_of_memory"):  # verdict() marks a verifier that died of it: worth one retry
             break
         time.sleep(2.0)  # the other jobs' holdouts move on meanwhile
     return v
