@@ -285,6 +285,10 @@ class BalancedKMeansCheck(_Strict):
     assignment: str  # output [n], an integer dtype
     new_centroids: str  # output [k, d]: mean of each cluster's points; an empty cluster keeps its centroid
     objective_rtol: float = Field(default=1e-3, ge=0)
+    # Where the objective is above that: the assignment still passes when it is what the deferred
+    # acceptance gives with the near-ties (distances within distance_rtol * (|x|^2 + max |c|^2) of
+    # each other) resolved otherwise (gauntlet/checkers.py::_replay_deferred_acceptance); None: no replay.
+    distance_rtol: float | None = Field(default=None, ge=0)
 
 
 def _task_function(v: str) -> str:
