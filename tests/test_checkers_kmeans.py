@@ -14,11 +14,12 @@ import json
 import pytest
 import torch
 
-from conftest import FIXTURES, TASKS
 from kernelcraft.gauntlet.checkers import _replay_deferred_acceptance
 from kernelcraft.gauntlet.compare import compare, normalize_outputs
 from kernelcraft.task import load_task
 from kernelcraft.task.inputs import make_inputs
+
+from conftest import FIXTURES, TASKS
 
 FLIP = json.loads((FIXTURES / "balanced_kmeans_flip.json").read_text())
 
