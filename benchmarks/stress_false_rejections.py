@@ -56,7 +56,7 @@ def main() -> int:
         fn = _load(path).run
         for axes_text in a.axes:
             axes = json.loads(axes_text)
-            refused = []
+            refused, worst = [], []
             for i in range(a.draws):
                 w = task.workloads[0].model_copy(update={"uuid": f"{STRESS_PREFIX}0-{i:08x}", "axes": axes})
                 judge = Judge(task, None, ns["run"], None, "cpu", a.seed, role="baseline")
@@ -64,8 +64,12 @@ def main() -> int:
                 r = judge.check(w, draws=False)
                 if r["status"] != "PASSED":
                     refused.append({"uuid": w.uuid, "status": r["status"], "reason": r.get("reason", "")[:400]})
+                else:  # how close the passes came: the checker's relative error (k-means: the objective's excess)
+                    worst.append((float(r.get("max_rel_error") or 0.0), w.uuid))
+            worst.sort(reverse=True)
             rows.append({"solution": str(path), "sha256": hashlib.sha256(path.read_bytes()).hexdigest(),
-                         "axes": axes, "draws": a.draws, "refused": len(refused), "refusals": refused})
+                         "axes": axes, "draws": a.draws, "refused": len(refused), "refusals": refused,
+                         "largest_rel_error_passed": [{"uuid": u, "max_rel_error": e} for e, u in worst[:3]]})
             print(f"{path.name} {axes}: {len(refused)} of {a.draws} refused ({time.time() - t0:.0f} s)", flush=True)
             for f in refused[:3]:
                 print("   ", f["uuid"], f["status"], f["reason"][:200])
