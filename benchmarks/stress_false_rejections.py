@@ -64,7 +64,7 @@ def main() -> int:
                 r = judge.check(w, draws=False)
                 if r["status"] != "PASSED":
                     refused.append({"uuid": w.uuid, "status": r["status"], "reason": r.get("reason", "")[:400]})
-                else:  # how close the passes came: the checker's relative error (k-means: the objective's excess)
+                else:  # the checker's max_rel_error (element-wise: includes elements atol covers; k-means: the objective's excess)
                     worst.append((float(r.get("max_rel_error") or 0.0), w.uuid))
             worst.sort(reverse=True)
             rows.append({"solution": str(path), "sha256": hashlib.sha256(path.read_bytes()).hexdigest(),
