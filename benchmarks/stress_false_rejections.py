@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-import importlib.util
 import json
 import sys
 import time
@@ -28,13 +27,7 @@ from kernelcraft.gauntlet.judge import Judge, LocalSubject
 from kernelcraft.measure.environment import environment
 from kernelcraft.task import load_task
 from kernelcraft.task.inputs import STRESS_PREFIX
-
-
-def _load(path: Path):
-    spec = importlib.util.spec_from_file_location(f"kc_honest_{path.stem}", path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+from kernelcraft.task.taskcode import load_module
 
 
 def main() -> int:
@@ -53,14 +46,13 @@ def main() -> int:
     rows = []
     t0 = time.time()
     for path in sols:
-        fn = _load(path).run
+        judge = Judge(task, None, ns["run"], None, "cpu", a.seed, role="baseline")
+        judge.subject = LocalSubject(load_module(path.parent, path.name).run, judge)
         for axes_text in a.axes:
             axes = json.loads(axes_text)
             refused, worst = [], []
             for i in range(a.draws):
                 w = task.workloads[0].model_copy(update={"uuid": f"{STRESS_PREFIX}0-{i:08x}", "axes": axes})
-                judge = Judge(task, None, ns["run"], None, "cpu", a.seed, role="baseline")
-                judge.subject = LocalSubject(fn, judge)
                 r = judge.check(w, draws=False)
                 if r["status"] != "PASSED":
                     refused.append({"uuid": w.uuid, "status": r["status"], "reason": r.get("reason", "")[:400]})

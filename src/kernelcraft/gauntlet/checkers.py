@@ -360,8 +360,8 @@ def _replay_deferred_acceptance(x: torch.Tensor, c: torch.Tensor, assign: torch.
     for rnd in range(k + 1):
         if active.numel() == 0:
             return ""
-        closed = count >= cap
         room = cap - count
+        closed = room <= 0
         mine = assign[active]
         nearest = torch.empty_like(active)
         best = torch.empty(active.numel(), dtype=x.dtype, device=dev)
@@ -371,7 +371,7 @@ def _replay_deferred_acceptance(x: torch.Tensor, c: torch.Tensor, assign: torch.
             d = xx[idx, None] - 2.0 * (x[idx] @ c.T) + cc[None, :]
             d[:, closed] = float("inf")
             best[start:start + rows], nearest[start:start + rows] = d.min(1)
-            own[start:start + rows] = d.gather(1, assign[idx][:, None]).squeeze(1)  # inf: its centroid is closed
+            own[start:start + rows] = d.gather(1, mine[start:start + rows, None]).squeeze(1)  # inf: its centroid is closed
         e = err[active]
         near_own = own <= best + 2.0 * e  # its own centroid is as near as the nearest, within the error
         # Each point proposes its nearest open centroid; one whose own centroid is near-tied with it
