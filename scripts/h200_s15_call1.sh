@@ -15,7 +15,8 @@ export KERNELCRAFT_CACHE=/tmp/kc_cache
 C=tests/fixtures/kda_request_candidates
 VARS=(--variant "vsplit_bv32_w2:$C/gdn_step_vsplit.py:{\"BV\": 32, \"num_warps\": 2}")
 VARS+=(--variant "loop_kw1:$C/gdn_step_split.py:{\"KEY_WARPS\": 1}")
-for c in '32 2 2' '32 2 3' '32 4 2' '32 4 3' '64 4 2' '16 2 3'; do  # 1 warp spills (ptxas, local) set -- $c
+# 1 warp spills (ptxas, local memory)
+for c in '32 2 2' '32 2 3' '32 4 2' '32 4 3' '64 4 2' '16 2 3'; do set -- $c
   VARS+=(--variant "fused_bv$1_w$2_st$3:$C/gdn_step_split.py:{\"BV\": $1, \"num_warps\": $2, \"STAGES\": $3, \"FUSED\": 1}"); done
 SWEEP_S=${SWEEP_S:-80} REQ_S=${REQ_S:-90}
 source scripts/leapquant_step_round.sh  # sweep, the two fastest through the request, ncu
