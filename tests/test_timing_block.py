@@ -68,6 +68,21 @@ def test_an_eager_call_that_waits_for_the_device_is_not_blocked():
 
 
 @pytest.mark.gpu
+def test_random_ops_work_after_a_capture_that_failed():
+    """A candidate that cannot be captured (a host sync inside) is timed eagerly; the failed capture must not
+    leave torch's default CUDA generator marked as capturing, or every later torch.randn in the process raises
+    "Offset increment outside graph capture encountered unexpectedly" (seen on the H200 in session 16)."""
+    import torch
+
+    a = torch.randn(1 << 10, device="cuda")
+    g, _, error = timing.capture(lambda: float(a.sum().item()), "cuda")
+    assert g is None and error
+    b = torch.randn(1 << 10, device="cuda")
+    torch.cuda.synchronize()
+    assert b.isfinite().all()
+
+
+@pytest.mark.gpu
 def test_a_temporary_dict_of_closures_stays_alive_while_its_graphs_replay():
     """time_interleaved replaces each callable by its graph's replay; a graph keeps no reference to the tensors
     the captured call read. scripts/timing_block.py passed a temporary dict of lambdas over its inputs, they were

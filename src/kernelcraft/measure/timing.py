@@ -90,7 +90,22 @@ def capture(fn: Callable[[], object], device: str) -> tuple[object | None, objec
         return g, out, ""
     except Exception as e:  # noqa: BLE001 - not capturable: timed eagerly instead
         _synchronize(device)
+        _release_generator(device)
         return None, None, f"{type(e).__name__}: {str(e)[:200]}"
+
+
+def _release_generator(device: str) -> None:
+    """A capture that raised leaves the device's default generator marked as capturing: torch's capture_end
+    raises on the invalidated capture before its generator epilogue, and every later random op outside a capture
+    then fails with "Offset increment outside graph capture encountered unexpectedly" (on the H200, session 16:
+    tests/test_timing_block.py's torch.randn after the eager-sync test's failed capture). A clone of the state
+    (same seed and offset) is not marked; it replaces the marked one."""
+    try:
+        index = torch.device(device).index
+        gen = torch.cuda.default_generators[torch.cuda.current_device() if index is None else index]
+        gen.graphsafe_set_state(gen.clone_state())
+    except Exception:  # noqa: BLE001 - an older torch without graph-safe states: nothing to release
+        pass
 
 
 @dataclass
