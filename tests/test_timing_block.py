@@ -97,3 +97,28 @@ def test_a_temporary_dict_of_closures_stays_alive_while_its_graphs_replay():
 
     t = timing.time_interleaved(timing_block._functions("cuda"), "cuda", budget_ms=5, block=False)
     assert {v.method for v in t.values()} == {"cuda-graph+events+l2flush"}, t
+
+
+def test_a_brief_row_is_timed_min_reps_times_outside_the_stopping_rule():
+    """The judge's reference row is informational: it is timed in the first min_reps repetitions only, and neither
+    its spread nor its cost keeps the compared rows rotating (kc-timing/6)."""
+    calls = {"slow": 0, "fast": 0}
+
+    def slow():
+        calls["slow"] += 1
+        time.sleep(0.002)
+
+    def fast():
+        calls["fast"] += 1
+        sum(range(50))
+
+    t = timing.time_interleaved({"slow": slow, "fast": fast}, "cpu", budget_ms=30, min_reps=5, max_reps=400,
+                                warmup=1, ci_target=1e-9, brief=("slow",))
+    assert t["slow"].reps == 5 and t["slow"].stop == "brief"
+    assert calls["slow"] == 1 + 5  # warm-up + min_reps
+    assert t["fast"].reps > 5 and t["fast"].stop in ("converged", "wall", "max_reps")
+    assert "slow" not in (t["fast"].unconverged or [])
+    # without brief the slow row rotates with the others until its own budget (30 ms of 2 ms calls) is spent
+    ruled = timing.time_interleaved({"slow": slow, "fast": fast}, "cpu", budget_ms=30, min_reps=5, max_reps=400,
+                                    warmup=1, ci_target=1e-9)
+    assert ruled["slow"].reps == ruled["fast"].reps >= 15 and ruled["slow"].stop != "brief"

@@ -738,7 +738,10 @@ class Judge:
         try:
             t = time_interleaved(fns, self.device, budget_ms=p["budget_ms"], min_reps=p["min_reps"],
                                  max_reps=p["max_reps"], warmup=p["warmup"] + self._extra_warmup(w), remote=remote,
-                                 local_tails=timer is None)  # only the candidate's tail is judged
+                                 local_tails=timer is None,  # only the candidate's tail is judged
+                                 # the reference's time is informational (x reference): min_reps of it, not a
+                                 # third of every rotation's wall bound (issue 19's throughput)
+                                 brief=("reference",))
         except Refused:
             raise  # the runner's protocol or death: the job's verdict, handled by the worker
         except BaseException as e:  # noqa: BLE001

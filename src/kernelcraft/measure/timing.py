@@ -48,12 +48,13 @@ from __future__ import annotations
 import math
 import statistics
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import asdict, dataclass
 
 import torch
 
-TIMING_VERSION = "kc-timing/5"  # kc-timing/4 + the flush a float32 read (~35 us, was ~170 us) + a CI of one clock tick converges
+TIMING_VERSION = "kc-timing/6"  # kc-timing/5 + the judge's reference row brief (min_reps, outside the stopping rule)
+# kc-timing/5: kc-timing/4 + the flush a float32 read (~35 us, was ~170 us) + a CI of one clock tick converges
 WALL_FACTOR = 3.0
 NOOP = "__noop__"
 
@@ -121,7 +122,8 @@ class Timing:
     tail_ms: float | None = None  # CUDA: median time from the end event to the device being idle
     escaped_ms: float | None = None  # CUDA: tail beyond a no-op's: device work that outran the end event
     graph_error: str = ""  # why a CUDA function was timed eagerly rather than as a graph replay
-    stop: str = ""  # why the rotation ended: "converged", "wall" (its wall-time bound) or "max_reps"
+    stop: str = ""  # why the rotation ended: "converged", "wall" (its wall-time bound), "max_reps", or "brief" (a
+    # row timed for min_reps repetitions only, outside the stopping rule)
     unconverged: list[str] | None = None  # the rows of the rotation not converged when it ended
 
     def to_dict(self) -> dict:
@@ -338,14 +340,17 @@ def time_interleaved(fns: dict[str, Callable[[], object]], device: str, budget_m
                      ci_target: float = 0.005, use_graphs: bool = True,
                      graphs: dict[str, tuple[object, object]] | None = None,
                      remote: dict[str, Remote] | None = None, local_tails: bool = True,
-                     block: bool | None = None) -> dict[str, Timing]:
+                     block: bool | None = None, brief: Collection[str] = ()) -> dict[str, Timing]:
     """Time several functions of the same inputs, interleaved repetition by repetition.
     ``graphs`` (CUDA), when given, receives name -> (graph, captured output) of each function
     timed as a graph replay. ``remote``: functions timed in another process, in the same rotation
     (each runs its own no-op for its tail). ``local_tails`` False: the functions of this process get
     no ``tail_ms``/``escaped_ms`` (trusted rows beside a remote candidate, whose tails nobody reads),
     and the rotation no local no-op: one flushed turn less per repetition. ``block`` (default:
-    ``KERNELCRAFT_TIMING_BLOCK``): graph replays and the no-op are enqueued behind a blocking kernel."""
+    ``KERNELCRAFT_TIMING_BLOCK``): graph replays and the no-op are enqueued behind a blocking kernel.
+    ``brief``: rows timed in the first ``min_reps`` repetitions only and left out of the stopping rule and of
+    the wall-time bound (their ``stop`` is "brief"): a row nobody's verdict reads, such as the judge's
+    reference beside a candidate, then costs no repetitions of the rows that are compared."""
     cuda = device.startswith("cuda")
     block = block_default() if block is None else block
     remote = remote or {}
@@ -386,11 +391,15 @@ def time_interleaved(fns: dict[str, Callable[[], object]], device: str, budget_m
     remote_tails: dict[str, list[float]] = {n: [] for n in remote}
     remote_noop_tails: dict[str, list[float]] = {n: [] for n in remote}
     measured = [n for n in order if n != NOOP]
-    wall_limit = _perf_counter() + WALL_FACTOR * budget_ms * len(measured) / 1e3
+    brief = set(brief) & set(measured)
+    ruled = [n for n in measured if n not in brief]
+    wall_limit = _perf_counter() + WALL_FACTOR * budget_ms * len(ruled) / 1e3
     rep = 0
     while rep < max_reps:
         k = rep % len(order)
         for n in order[k:] + order[:k]:
+            if n in brief and rep >= min_reps:
+                continue
             if n in remote:
                 ms, tail, noop_tail = remote[n].rep(rep)
                 samples[n].append(ms)
@@ -404,7 +413,7 @@ def time_interleaved(fns: dict[str, Callable[[], object]], device: str, budget_m
             samples[n].append(ms)
         rep += 1
         if rep >= min_reps:
-            if all(_converged(samples[n], budget_ms, ci_target) for n in measured):
+            if all(_converged(samples[n], budget_ms, ci_target) for n in ruled):
                 stop = "converged"
                 break
             if _perf_counter() > wall_limit:
@@ -412,10 +421,10 @@ def time_interleaved(fns: dict[str, Callable[[], object]], device: str, budget_m
                 break
     else:
         stop = "max_reps"
-    unconverged = [n for n in measured if not _converged(samples[n], budget_ms, ci_target)]
+    unconverged = [n for n in ruled if not _converged(samples[n], budget_ms, ci_target)]
     out = {n: _summary(samples[n], methods.get(n, remote_methods.get(n, clock.method))) for n in measured}
-    for t in out.values():
-        t.stop, t.unconverged = stop, unconverged
+    for n, t in out.items():
+        t.stop, t.unconverged = ("brief" if n in brief else stop), unconverged
     for n, error in graph_errors.items():
         out[n].graph_error = error
     for n in remote:
