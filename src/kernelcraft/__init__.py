@@ -11,6 +11,8 @@ __version__ = "0.1.0"
 
 # Names the whole evaluation pipeline (gates, comparison, input generation). Bump it when a change
 # could turn a verdict or a number around; every record carries it.
-HARNESS_VERSION = "kernelcraft-gauntlet/0.6.0"
+# 0.6.1: balanced_kmeans' distance_rtol replay of near ties (session 15), the task's sources hashed into every
+# record, kc-timing/6 (session 16)
+HARNESS_VERSION = "kernelcraft-gauntlet/0.6.1"
 
 __all__ = ["HARNESS_VERSION", "__version__"]

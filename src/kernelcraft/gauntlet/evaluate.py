@@ -26,6 +26,7 @@ from kernelcraft.measure.environment import environment
 from kernelcraft.measure.timing import TIMING_VERSION
 from kernelcraft.solution.model import BuildSpec, Solution, SourceFile, pack_python_file
 from kernelcraft.task.loader import Task
+from kernelcraft.task.sources import task_sources
 from kernelcraft.task.workload import Workload
 from kernelcraft.worker.child import Job
 from kernelcraft.worker.executor import Done, Executor, Started, make_executor
@@ -203,7 +204,7 @@ def new_report(task: Task, opts: Options, seed: int,
         task=task.definition.name, task_dir=str(task.root), device=opts.device,
         environment=environment(opts.device), seed=seed,
         timestamp=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
-        harness_version=HARNESS_VERSION, timing_version=TIMING_VERSION,
+        harness_version=HARNESS_VERSION, timing_version=TIMING_VERSION, task_sources=task_sources(task.root),
         test_switches=["static gate off (KERNELCRAFT_TEST_NO_STATIC_GATE=1)"] if static_gate_off() else [],
     )
     if opts.time_it and not opts.device.startswith("cuda"):

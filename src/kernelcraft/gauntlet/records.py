@@ -99,6 +99,9 @@ class EvalReport(_Record):
     timestamp: str  # ISO 8601, UTC
     harness_version: str
     timing_version: str
+    # which version of the contract the verdicts were computed against: sha256 of every file that defines the
+    # task (the folder but solutions/, candidates/ and READMEs) and of them all (kernelcraft.task.sources)
+    task_sources: dict | None = None
     calibration: dict | None = None  # the device ceilings "sol" is computed from (kernelcraft calibrate)
     executor: dict | None = None  # how the solutions were spread: kind, workers (kernelcraft.worker.executor)
     # what the timings are worth, where that needs saying: on a CPU, interpreter figures that say

@@ -206,6 +206,8 @@ def _provenance(data: ReportData) -> list[dict]:
             e = rep.environment
             out.append({"what": f"evaluation at {rep.timestamp}", "text": (
                 f"seed {rep.seed}; {e.get('hardware')} ({rep.device}); {rep.harness_version}, {rep.timing_version}; "
+                + (f"task sources sha256 {rep.task_sources['sha256']} ({len(rep.task_sources['files'])} files); "
+                   if rep.task_sources else "task sources not recorded (a record from before kernelcraft-gauntlet/0.6.1); ") +
                 f"libs {', '.join(f'{k} {v}' for k, v in (e.get('libs') or {}).items())}; "
                 f"device {', '.join(f'{k} {v}' for k, v in (e.get('device_info') or {}).items())}; host {e.get('host', '?')}"
                 + (f"; calibration {rep.calibration.get('fingerprint')} ({rep.calibration.get('copy_gbs', 0):,.0f} GB/s copy)"

@@ -85,7 +85,8 @@ def render(r: Resolved, ledger: Ledger | None) -> tuple[str, dict[str, str]]:
           f"- solution: `{r.solution.name}` by {r.solution.author}, {r.solution.spec.language}, entry "
           f"`{r.solution.spec.entry_point}`, source sha256 `{r.solution.source_hash}`",
           f"- evidence: {r.evidence}; evaluated on {rep.environment.get('hardware')} ({rep.device}) at {rep.timestamp}, "
-          f"seed {rep.seed}, {rep.harness_version}, {rep.timing_version}"]
+          f"seed {rep.seed}, {rep.harness_version}, {rep.timing_version}"
+          + (f"; task sources sha256 `{rep.task_sources['sha256']}`" if rep.task_sources else "")]
     if r.candidate_id is not None:
         L.append(f"- ledger: run {r.run_id}, parent {r.parent_id if r.parent_id is not None else 'none'}")
     L += ["", "## Verdict", ""]
