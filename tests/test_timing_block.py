@@ -122,3 +122,36 @@ def test_a_brief_row_is_timed_min_reps_times_outside_the_stopping_rule():
     ruled = timing.time_interleaved({"slow": slow, "fast": fast}, "cpu", budget_ms=30, min_reps=5, max_reps=400,
                                     warmup=1, ci_target=1e-9)
     assert ruled["slow"].reps == ruled["fast"].reps >= 15 and ruled["slow"].stop != "brief"
+
+
+def test_the_spin_kernel_ptx_assembles_for_hopper(tmp_path):
+    """The blocker's PTX (loaded through the driver at run time) is valid for sm_90; checked with ptxas where the CUDA
+    toolkit is installed (the CI machine has nvcc 13), so a broken edit fails here rather than on the GPU host."""
+    import shutil
+    import subprocess
+
+    from kernelcraft.measure._cudart import SPIN_PTX
+
+    ptxas = shutil.which("ptxas")
+    if ptxas is None:
+        pytest.skip("ptxas (CUDA toolkit) is not installed")
+    src = tmp_path / "spin.ptx"
+    src.write_text(SPIN_PTX)
+    r = subprocess.run([ptxas, "--gpu-name", "sm_90", "-v", str(src), "-o", str(tmp_path / "spin.cubin")],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert "kc_spin" in r.stderr and "0 bytes spill" in r.stderr
+
+
+@pytest.mark.gpu
+def test_one_ptx_blocker_per_process_and_it_releases():
+    import torch
+
+    b = timing._blocker("cuda")
+    assert b is timing._blocker("cuda") and b.kind == "ptx", b.kind
+    t0 = time.perf_counter()
+    for _ in range(20):
+        b.hold()
+        b.release()
+    torch.cuda.synchronize()
+    assert time.perf_counter() - t0 < 0.5  # each spin ends when released, not at its read limit

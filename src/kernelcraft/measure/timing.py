@@ -168,6 +168,30 @@ class _Blocker:
     waits for the device would wait for the spin, which gives up after ``BLOCK_SPIN_LIMIT`` reads."""
 
     def __init__(self, device: str):
+        import ctypes
+
+        from kernelcraft.measure import _cudart
+
+        self.device = device
+        _synchronize(device)  # a context before the runtime's host allocation
+        word = _cudart.mapped_host_word()
+        if word is None:
+            raise RuntimeError("the timer's blocking kernel needs mapped pinned host memory (cudaHostAlloc with "
+                               "cudaHostAllocMapped) and the CUDA runtime refused it; unset "
+                               f"{BLOCK_ENV} to time without the blocker")
+        host, dev = word  # the 4 bytes live as long as the process: one blocker per device and process
+        self.word = ctypes.c_int32.from_address(host)  # a plain host store, no dispatcher
+        self.address = dev
+        # the PTX spin through the driver (a module load per process); Triton's where the driver refuses it
+        try:
+            self.spin, self.kernel, self.kind = _cudart.SpinKernel(), None, "ptx"
+        except (OSError, RuntimeError, AttributeError) as e:
+            self.spin, self.kernel, self.kind = None, self._triton_spin(), f"triton (the PTX spin: {e})"
+        self.hold()  # loads (or compiles) the spin once, outside any timed turn
+        self.release()
+        _synchronize(device)
+
+    def _triton_spin(self):
         import triton
         import triton.language as tl
 
@@ -188,28 +212,15 @@ class _Blocker:
             def data_ptr(self) -> int:
                 return self.address
 
-        import ctypes
-
-        from kernelcraft.measure import _cudart
-
-        self.device = device
-        _synchronize(device)  # a context before the runtime's host allocation
-        word = _cudart.mapped_host_word()
-        if word is None:
-            raise RuntimeError("the timer's blocking kernel needs mapped pinned host memory (cudaHostAlloc with "
-                               "cudaHostAllocMapped) and the CUDA runtime refused it; unset "
-                               f"{BLOCK_ENV} to time without the blocker")
-        host, dev = word  # the 4 bytes live as long as the process: one blocker per clock, a handful per run
-        self.word = ctypes.c_int32.from_address(host)  # a plain host store, no dispatcher
-        self.ptr = _DevPtr(dev)
-        self.kernel = _spin
-        self.hold()  # compiles the spin once, outside any timed turn
-        self.release()
-        _synchronize(device)
+        self.ptr = _DevPtr(self.address)
+        return _spin
 
     def hold(self) -> None:
         self.word.value = 0
-        self.kernel[(1,)](self.ptr, BLOCK_SPIN_LIMIT, num_warps=1)
+        if self.spin is not None:
+            self.spin.launch(self.address, BLOCK_SPIN_LIMIT, _current_stream(self.device).cuda_stream)
+        else:
+            self.kernel[(1,)](self.ptr, BLOCK_SPIN_LIMIT, num_warps=1)
 
     def release(self) -> None:
         self.word.value = 1
