@@ -230,10 +230,10 @@ _blockers: dict[tuple[int, str], _Blocker] = {}  # (pid, device): a forked child
 
 
 def _blocker(device: str) -> _Blocker:
-    """One blocker per device and process. Each rotation makes a clock; a blocker made per clock ran @triton.jit
-    anew (a new JITFunction: the disk cache's lookup and a module load, a fresh pinned word) at every workload, in
-    the judge and in the runner: +1.3 s of timing phase per 3-workload turnaround on the H200 (session 16,
-    results/h200/harness-2026-12-04-s16-block.json against harness-2026-12-04-s16.json)."""
+    """One blocker per device and process: each rotation makes a clock, and a blocker made per clock took a fresh
+    pinned word and, with the Triton spin, a new JITFunction at every workload. One per process did not remove the
+    blocked turnaround's +1.2 s on the H200 (session 16: results/h200/harness-2026-12-04-s16-kc6-block.json): that
+    was the Triton spin's first launch in each fresh judge and runner process, which the PTX spin replaces."""
     key = (os.getpid(), device)
     b = _blockers.get(key)
     if b is None:
