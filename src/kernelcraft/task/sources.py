@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
-SKIPPED_DIRS = frozenset({"solutions", "candidates", "__pycache__"})
+SKIPPED_DIRS = frozenset({"solutions", "candidates"})  # top-level; __pycache__ at any depth
 
 
 def _defining(root: Path) -> list[Path]:
@@ -27,11 +27,8 @@ def _defining(root: Path) -> list[Path]:
 
 
 def _file_sha256(path: Path) -> str:
-    h = hashlib.sha256()
     with path.open("rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
+        return hashlib.file_digest(f, "sha256").hexdigest()
 
 
 def task_sources(root: str | Path) -> dict:
