@@ -12,6 +12,8 @@ set -u
 export PYTHONUNBUFFERED=1
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 source scripts/device_wheels.sh
+# a part of the cutlass-cu13 wheel carried with this call waits in the stash for a later call (scripts/peer_wheels.sh)
+[ -d .whl-peers/parts ] && source scripts/peer_wheels.sh stash >/dev/null
 export KERNELCRAFT_CACHE=/tmp/kc_cache
 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.max.sm --format=csv | tee "$OUT/gpu.txt"
 t0=$(date +%s)
