@@ -13,7 +13,12 @@ start=$(date +%s)
 left() { echo $(( ${DEADLINE:-570} - ($(date +%s) - start) )); }
 source scripts/device_wheels.sh
 source scripts/peer_wheels.sh install > "$OUT/peer_install.txt" 2>&1 || echo "peer install FAILED (see peer_install.txt)"
-if [ -d .kernelcraft/flashinfer-cache ] && [ -f scripts/flashinfer_prebuild.env ]; then source scripts/flashinfer_prebuild.env; fi
+# FlashInfer's modules prebuilt for sm_90a on the CPU machine (scripts/flashinfer_prebuild.sh): loaded through its
+# prebuilt path (a flashinfer_jit_cache stand-in), no nvcc here; a module not prebuilt fails at once, not after a JIT
+if [ -d .kernelcraft/flashinfer-cache ]; then
+  export PYTHONPATH=$PWD/.kernelcraft/flashinfer-cache:$PYTHONPATH FLASHINFER_DISABLE_JIT=1
+  ldd --version | head -1 > "$OUT/glibc.txt"
+fi
 export KERNELCRAFT_CACHE=/tmp/kc_cache
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv | tee "$OUT/gpu.txt"
 python3 - <<'PY' 2>&1 | grep -v Warning | tee "$OUT/peers_import.txt"
