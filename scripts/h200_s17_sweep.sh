@@ -25,7 +25,12 @@ for t in silu_mul gelu_tanh_mul; do
     '{"BLOCK_N": 4096, "num_warps": 8, "FIT_N": false}' '{"FAST_MATH": false}' '{"LOAD_EVICT": "evict_first"}' \
     '{"LOAD_CACHE": ".cg", "STORE_CACHE": ".cs"}' '{"PERSIST": 16}'
 done
-for f in ${EXTRA_VARIANTS:-scripts/h200_s17_variants.sh}; do [ -f "$f" ] && source "$f"; done
+variants fused_add_rmsnorm tasks/fused_add_rmsnorm/candidates/triton_static.py '{"PREFETCH2": false}' \
+  '{"CHUNK_WARPS": 4}' '{"CHUNK": 1024}' '{"CHUNK_BLOCK_M": 2}' '{"CHUNK": 4096, "CHUNK_WARPS": 16}' '{"SMALL_PIN": false}' \
+  '{"LARGE": "rows", "PERSIST": 1, "ELEMS_PER_THREAD": 4, "MAX_WARPS": 32}'
+variants layernorm tasks/layernorm/candidates/triton_onepass.py '{"PIN_LOADS": false}' '{"STATS": "twopass"}' \
+  '{"SMALL_ELEMS_PER_THREAD": 8, "SMALL_MAX_WARPS": 32}' '{"SMALL_ELEMS_PER_THREAD": 32}' '{"SMALL_ELEMS_PER_THREAD": 8}' \
+  '{"PIN_LOADS": false, "STATS": "twopass"}'
 declare -A PROMOTED=([softmax]=triton_online.py [silu_mul]=triton_tiled.py [gelu_tanh_mul]=triton_tiled.py
   [fused_add_rmsnorm]=triton_rowwise.py [layernorm]=triton_dispatch.py)
 for t in ${TASKS:-softmax silu_mul gelu_tanh_mul fused_add_rmsnorm layernorm}; do
