@@ -137,25 +137,40 @@ def test_e2e_run_with_the_gdn_kernels(request, under_interpreter):
         assert ph["peers"]["fla"]["region_calls"] == {kind: 3}, ph["peers"]  # and the peer's regions took it
 
 
-def test_settings_the_op_does_not_compute_are_refused(tiny, pkgs):
+def _forward_source() -> str:
     import inspect
-    import linecache
     import textwrap
 
     from transformers.models.qwen3_next import modeling_qwen3_next as Q
 
+    return textwrap.dedent(inspect.getsource(inspect.unwrap(Q.Qwen3NextGatedDeltaNet.forward)))
+
+
+def variant(name, old, new):
+    """A subclass of the model's gated delta-net whose forward is the model's with ``old`` replaced by ``new``
+    (every occurrence), its source readable (linecache)."""
+    import linecache
+
+    from transformers.models.qwen3_next import modeling_qwen3_next as Q
+
+    src = _forward_source()
+    assert old in src
+    src = src.replace(old, new)
+    fname = f"<kc test {name}>"
+    linecache.cache[fname] = (len(src), None, src.splitlines(True), fname)
+    ns = dict(vars(Q))
+    exec(compile(src, fname, "exec"), ns)
+    return type(name, (Q.Qwen3NextGatedDeltaNet,), {"forward": ns["forward"]})
+
+
+# transformers 5.25: the prefill keeps the recurrent state after each of the last
+# cache.get_recurrent_states_to_keep(layer) tokens (a cache recording its past, as speculative decoding's)
+KEEPS_STATES = "get_recurrent_states_to_keep" in _forward_source()
+
+
+def test_settings_the_op_does_not_compute_are_refused(tiny, pkgs):
     from kernelcraft.e2e import regions as R
     from kernelcraft.e2e.run import E2EError, E2EOptions, run_e2e
-
-    def variant(name, old, new):  # the model's forward with one change, its source readable (linecache)
-        src = textwrap.dedent(inspect.getsource(inspect.unwrap(Q.Qwen3NextGatedDeltaNet.forward)))
-        assert old in src
-        src = src.replace(old, new)
-        fname = f"<kc test {name}>"
-        linecache.cache[fname] = (len(src), None, src.splitlines(True), fname)
-        ns = dict(vars(Q))
-        exec(compile(src, fname, "exec"), ns)
-        return type(name, (Q.Qwen3NextGatedDeltaNet,), {"forward": ns["forward"]})
 
     # the model asking for q/k without the in-kernel l2 norm: the op normalises them, so it is refused
     NoL2 = variant("NoL2GatedDeltaNet", "use_qk_l2norm_in_kernel=True", "use_qk_l2norm_in_kernel=False")
@@ -182,6 +197,78 @@ def test_settings_the_op_does_not_compute_are_refused(tiny, pkgs):
     with pytest.raises(E2EError, match="peer fla: flash-linear-attention does not import"):
         run_e2e([pkgs["gdn_decode"]], E2EOptions(model="qwen3-next-gdn-tiny", batch=2, seq=8, phases=("decode",),
                                                  compile=False, peers=("fla",)))
+
+
+def test_rule_calls_on_gates_e2e_cannot_follow_are_refused(tiny):
+    """A call whose g or beta is not the forward's g / beta (or a tensor_split part of it, indexed): the region
+    could not hand the op the a and b they were made from, so the patch refuses naming the call; so does a g made
+    twice."""
+    from kernelcraft.e2e import regions as R
+
+    m = copy.deepcopy(tiny.model)
+    m.model.layers[1].linear_attn.__class__ = variant("ClonedGateGatedDeltaNet", "g=g,", "g=g.clone(),")
+    with pytest.raises(R.PatchError, match=r"ClonedGateGatedDeltaNet.forward .*`torch_(chunk|recurrent)_gated_delta_"
+                                           r"rule\(query, key, value, g=g.clone\(\).* is not torch_\w+_gated_delta_"
+                                           r"rule\(query, key, value, g=\.\.\., beta=\.\.\., \.\.\.\) with g and beta the "
+                                           r"forward's g and beta or parts of a torch.tensor_split of them"):
+        R.patch(m, {}, stock=("gdn_decode",))
+    m.model.layers[1].linear_attn.__class__ = variant("TwiceGatedDeltaNet", "beta = b.sigmoid()",
+                                                      "beta = b.sigmoid()\n    g = g * 1")
+    with pytest.raises(R.PatchError, match=r"TwiceGatedDeltaNet.forward .* binds g 2 times"):
+        R.patch(m, {}, stock=("gdn_decode",))
+    if KEEPS_STATES:  # 5.25's split of g, of something else than g: refused
+        m.model.layers[1].linear_attn.__class__ = variant(
+            "OtherSplitGatedDeltaNet", "torch.tensor_split(g, [", "torch.tensor_split(g.flip(1), [")
+        with pytest.raises(R.PatchError, match=r"OtherSplitGatedDeltaNet.forward .*`torch_chunk_gated_delta_rule\("
+                                               r"chunked_query, chunked_key, chunked_value, g=chunked_g"):
+            R.patch(m, {}, stock=("gdn_prefill",))
+
+
+@pytest.mark.skipif(not KEEPS_STATES, reason="this transformers' forward keeps no intermediate recurrent states "
+                                             "(transformers 5.25 does)")
+def test_kept_intermediate_recurrent_states(tiny, pkgs):
+    """transformers 5.25 with a cache recording its past (speculative decoding): a forward of n tokens keeping the
+    last 2 states runs the chunked rule on the first n - 2 and the recurrent rule per kept token. Stock regions
+    equal the model bit for bit (logits, kept states); with the ops' references (the task interface, adapted as
+    the kernels are) each region gets the a and b of its part of the tokens: the logits within bf16 rounding and
+    every kept state within 3% of its largest element (a and b of the wrong tokens: 20% off). With 2 new tokens
+    the chunked call has none and goes to the model's function."""
+    from kernelcraft.e2e import gdn as G
+    from kernelcraft.e2e import regions as R
+
+    stock, refs = copy.deepcopy(tiny.model), copy.deepcopy(tiny.model)
+    R.patch(stock, {}, stock=("gdn_prefill", "gdn_decode"))
+    placed = R.patch(refs, {k: p.reference for k, p in pkgs.items()})
+    assert "5.25" in placed["gdn"]["forward_form"], placed["gdn"]
+    assert placed["gdn"]["rule_calls"]["gdn_prefill"] == ["g=chunked_g, beta=chunked_beta"], placed["gdn"]
+    gen = torch.Generator().manual_seed(0)
+    vocab = tiny.model.config.vocab_size
+    with torch.no_grad():
+        cache = tiny.model(input_ids=torch.randint(0, vocab, (2, 8), generator=gen), use_cache=True).past_key_values
+        for new, chunked in ((5, 1), (2, 0)):
+            ids = torch.randint(0, vocab, (2, new), generator=gen)
+            got = {}
+            for name, m in (("model", tiny.model), ("stock", stock), ("refs", refs)):
+                for r in R.regions(m):
+                    r.calls = 0
+                c = copy.deepcopy(cache)
+                c.activate_past_recording(recurrent_states_to_keep=2)
+                logits = m(input_ids=ids, cache=c, use_cache=True).logits.float()
+                kept = [[*layer.recurrent_states_history[0], layer.recurrent_states[0]] for layer in c.layers
+                        if getattr(layer, "is_recurrent_states_initialized", [False])[0]]
+                got[name] = logits, kept
+            want_logits, want_kept = got["model"]
+            assert len(want_kept) == 3 and all(len(k) == 3 for k in want_kept)
+            assert torch.equal(got["stock"][0], want_logits)
+            assert all(torch.equal(x, y) for a, b in zip(got["stock"][1], want_kept, strict=True)
+                       for x, y in zip(a, b, strict=True))
+            logits, kept = got["refs"]
+            assert (logits - want_logits).abs().max() <= 0.02 * want_logits.abs().max(), new
+            for a, b in zip(kept, want_kept, strict=True):
+                for x, y in zip(a, b, strict=True):
+                    assert (x - y).abs().max() <= 0.03 * y.abs().max(), new
+            assert {k: [r.calls for r in R.regions(refs) if r.kind == k] for k in G.KINDS} == {
+                "gdn_prefill": [chunked] * 3, "gdn_decode": [2] * 3}, new
 
 
 # -- what one region call costs around the op ---------------------------------------------------------------

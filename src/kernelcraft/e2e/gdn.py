@@ -7,8 +7,19 @@ fallbacks -- a patched layer calls a region instead. The layer keeps its own cod
 the model's source with only those two calls redirected (``self.kc_gdn_prefill(...)`` /
 ``self.kc_gdn_decode(...)``, the call's own arguments plus the forward's ``a``, ``b`` and the layer's
 ``A_log``, ``dt_bias``), compiled once per class into a subclass. Before that, the source is checked
-(``ast``): each rule called once with ``g=g, beta=beta, use_qk_l2norm_in_kernel=True``, and ``g`` and
-``beta`` made by exactly the statements the op recomputes; anything else is refused naming it.
+(``ast``): each rule called with ``use_qk_l2norm_in_kernel=True`` and ``g``/``beta`` made by exactly the
+statements the op recomputes; anything else is refused naming it. Two call forms are known:
+
+- transformers <= 5.24: each rule called once, ``g=g, beta=beta``;
+- transformers 5.25: the prefill splits its tokens (``chunked_X, sequential_X = torch.tensor_split(X,
+  [effective_sequence_length], dim=1)`` for q, k, v, g, beta) to keep the recurrent state after each of the last
+  ``cache.get_recurrent_states_to_keep(layer_idx)`` tokens (0 unless a cache records its past, as speculative
+  decoding does): the chunked rule on ``g=chunked_g``, then the recurrent rule once per kept token on
+  ``g=sequential_g[:, i : i + 1, ...]``, besides the decode call on ``g=g``.
+
+A call's ``g`` (and ``beta``) may be ``g`` itself or a part of a ``torch.tensor_split`` of it, indexed by
+subscripts: the region then gets ``a`` (``b``) through the same split and subscripts. ``g`` is elementwise in
+``a`` (``beta`` in ``b``) and has its shape, so the same split and indexing select the same elements.
 
 A region's stock implementation calls the function the model would have called with the same
 arguments (bit for bit the unpatched layer); its kernel implementation calls the exported op
@@ -20,6 +31,7 @@ gets the model's call unchanged.
 from __future__ import annotations
 
 import ast
+import copy
 import inspect
 import sys
 
@@ -38,6 +50,10 @@ _BETA = "beta = b.sigmoid()"
 _REPEAT = "query = query.repeat_interleave(self.num_v_heads // self.num_k_heads, dim=2)"  # transformers 5.17
 _ALLOWED_KW = {"g", "beta", "initial_state", "output_final_state", "use_qk_l2norm_in_kernel", "cu_seqlens",
                "chunk_size", "scale"}
+# the gate inputs the region takes, by the name the forward's statements make from them (_G: g from a; _BETA:
+# beta from b), with the same shape
+_GATE_INPUT = {"g": "a", "beta": "b"}
+_SPLIT = "torch.tensor_split"  # the one split of g / beta e2e follows (transformers 5.25)
 
 ADAPTATION = [
     "gate: the model passes g = -exp(A_log.float()) * softplus(a.float() + dt_bias) (log decay, float32); the op "
@@ -62,6 +78,10 @@ ADAPTATION = [
     "packing: prefill's [B, S] tokens go to the op as B*S rows with cu_seqlens [0, S, 2S, ...] (made once per "
     "(B, S) and reused by eager calls; the call's cu_seqlens when it passes one, B = 1); chunk_size is not passed "
     "(the op chunks by itself: the same recurrence)",
+    "split calls (transformers 5.25, a cache keeping intermediate recurrent states): where the forward hands a rule "
+    "part of g and beta (a torch.tensor_split of them, indexed), the region gets a and b through the same split and "
+    "indexing (they have g's and beta's shapes: the same elements); a call on no tokens (every token kept as an "
+    "intermediate state) computes nothing and goes to the model's function",
 ]
 
 
@@ -108,47 +128,139 @@ def _source(cls) -> tuple[ast.Module, str, object]:
     return ast.parse(src), where, raw
 
 
+def _splits(tree: ast.Module) -> dict:
+    """name -> (the split call, part) for each ``n0, n1, ... = torch.tensor_split(X, ...)`` of the forward."""
+    out = {}
+    for n in ast.walk(tree):
+        if (isinstance(n, ast.Assign) and len(n.targets) == 1 and isinstance(n.targets[0], ast.Tuple)
+                and isinstance(n.value, ast.Call) and ast.unparse(n.value.func) == _SPLIT and n.value.args
+                and isinstance(n.value.args[0], ast.Name)
+                and all(isinstance(t, ast.Name) for t in n.targets[0].elts)):
+            for part, t in enumerate(n.targets[0].elts):
+                out[t.id] = (n.value, part)
+    return out
+
+
+def _bound(tree: ast.Module) -> dict:
+    """name -> how many times the forward binds it (assignments, loop targets, ...)."""
+    counts: dict = {}
+    for n in ast.walk(tree):
+        if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
+            counts[n.id] = counts.get(n.id, 0) + 1
+        elif isinstance(n, ast.arg):
+            counts[n.arg] = counts.get(n.arg, 0) + 1
+    return counts
+
+
+def _gate_input(expr: ast.expr, made: str, splits: dict, bound: dict) -> ast.expr | None:
+    """The expression giving the gate input (``a`` for ``g``, ``b`` for ``beta``) elementwise matching ``expr``
+    (a call's ``g=`` / ``beta=``), or None when ``expr`` is not ``made`` itself or a tensor_split part of it,
+    indexed by subscripts without calls."""
+    subs = []
+    while isinstance(expr, ast.Subscript):
+        if any(isinstance(n, ast.Call | ast.NamedExpr) for n in ast.walk(expr.slice)):
+            return None  # the index is evaluated once more for the gate input: no calls, no bindings
+        subs.append(expr.slice)
+        expr = expr.value
+    if not isinstance(expr, ast.Name):
+        return None
+    src = _GATE_INPUT[made]
+    if expr.id == made:
+        root = ast.Name(src, ast.Load())
+    elif expr.id in splits and bound.get(expr.id) == 1:
+        call, part = splits[expr.id]
+        rest = [*call.args[1:], *call.keywords]  # evaluated once more, at the call, for the gate input: the same
+        # value only when no call or binding is in them and each name in them is bound once at most
+        if call.args[0].id != made or any(isinstance(n, ast.Call | ast.NamedExpr) or (
+                isinstance(n, ast.Name) and bound.get(n.id, 0) > 1) for r in rest for n in ast.walk(r)):
+            return None
+        split = ast.Call(call.func, [ast.Name(src, ast.Load()), *call.args[1:]], call.keywords)
+        root = ast.Subscript(split, ast.Constant(part), ast.Load())
+    else:
+        return None
+    for sl in reversed(subs):
+        root = ast.Subscript(root, sl, ast.Load())
+    return copy.deepcopy(root)  # its own nodes: the forward's (split arguments, indices) stay where they are
+
+
+def _call_gates(c: ast.Call, splits: dict, bound: dict) -> dict | None:
+    """``{"kc_a": expr, "kc_b": expr}`` for a rule call, or None when its g or beta is not one e2e follows."""
+    kws = {k.arg: k.value for k in c.keywords if k.arg is not None}
+    if "g" not in kws or "beta" not in kws:
+        return None
+    a = _gate_input(kws["g"], "g", splits, bound)
+    b = _gate_input(kws["beta"], "beta", splits, bound)
+    return None if a is None or b is None else {"kc_a": a, "kc_b": b}
+
+
+def _rule_calls(tree: ast.Module) -> dict:
+    calls: dict = {}
+    for n in ast.walk(tree):
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id in CALLS.values():
+            calls.setdefault(n.func.id, []).append(n)
+    return calls
+
+
 def check_forward(cls) -> dict:
-    """What the forward does around the two calls, or GDNPatchError naming what differs."""
+    """What the forward does around the rule calls, or GDNPatchError naming what differs."""
     tree, where, _ = _source(cls)
     stmts = {ast.unparse(n) for n in ast.walk(tree) if isinstance(n, ast.Assign)}
     for want, what in ((_G, "the log decay g"), (_BETA, "beta")):
         if want not in stmts:
             raise GDNPatchError(f"{cls.__name__}.forward ({where}) does not make {what} as `{want}`: the op "
                                 "recomputes it from a, b, A_log and dt_bias, so e2e cannot check it computes the same")
-    calls = {}
-    for n in ast.walk(tree):
-        if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id in CALLS.values():
-            calls.setdefault(n.func.id, []).append(n)
+    bound = _bound(tree)
+    for name in ("g", "beta"):
+        if bound.get(name) != 1:
+            raise GDNPatchError(f"{cls.__name__}.forward ({where}) binds {name} {bound.get(name, 0)} times: e2e follows "
+                                f"a forward that makes {name} once (the statement the op recomputes)")
+    splits, calls = _splits(tree), _rule_calls(tree)
+    forms = {}
     for kind, name in CALLS.items():
         found = calls.get(name, [])
-        if len(found) != 1:
-            raise GDNPatchError(f"{cls.__name__}.forward ({where}) calls {name} {len(found)} times, not once")
-        c = found[0]
-        kws = {k.arg: ast.unparse(k.value) for k in c.keywords if k.arg is not None}
-        if len(c.args) != 3 or kws.get("g") != "g" or kws.get("beta") != "beta":
-            raise GDNPatchError(f"{cls.__name__}.forward ({where}): `{ast.unparse(c)[:120]}` is not "
-                                f"{name}(query, key, value, g=g, beta=beta, ...)")
-        if kws.get("use_qk_l2norm_in_kernel") != "True":
-            raise GDNPatchError(f"{cls.__name__}.forward ({where}) calls {name} with use_qk_l2norm_in_kernel="
-                                f"{kws.get('use_qk_l2norm_in_kernel')}: the exported {kind} op l2-normalises q and k "
-                                "inside (use_qk_l2norm_in_kernel=True), so it computes something else")
-        extra = set(kws) - _ALLOWED_KW
-        if extra:
-            raise GDNPatchError(f"{cls.__name__}.forward ({where}) passes {name} {sorted(extra)}, which the region "
-                                "does not map")
-    return {"pre_repeated": _REPEAT in stmts, "where": where}
+        if not found:
+            raise GDNPatchError(f"{cls.__name__}.forward ({where}) does not call {name}: nothing for {kind}")
+        for c in found:
+            kws = {k.arg: ast.unparse(k.value) for k in c.keywords if k.arg is not None}
+            gates = _call_gates(c, splits, bound) if len(c.args) == 3 else None
+            if gates is None:
+                raise GDNPatchError(
+                    f"{cls.__name__}.forward ({where}): `{ast.unparse(c)[:160]}` is not {name}(query, key, value, "
+                    f"g=..., beta=..., ...) with g and beta the forward's g and beta or parts of a {_SPLIT} of "
+                    "them (indexed): the region cannot give the op the a and b they were made from")
+            if kws.get("use_qk_l2norm_in_kernel") != "True":
+                raise GDNPatchError(f"{cls.__name__}.forward ({where}) calls {name} with use_qk_l2norm_in_kernel="
+                                    f"{kws.get('use_qk_l2norm_in_kernel')}: the exported {kind} op l2-normalises q "
+                                    "and k inside (use_qk_l2norm_in_kernel=True), so it computes something else")
+            extra = set(kws) - _ALLOWED_KW
+            if extra:
+                raise GDNPatchError(f"{cls.__name__}.forward ({where}) passes {name} {sorted(extra)}, which the "
+                                    "region does not map")
+            forms.setdefault(kind, []).append(f"g={kws['g']}, beta={kws['beta']}")
+    split_calls = any(f != "g=g, beta=beta" for fs in forms.values() for f in fs)
+    return {"pre_repeated": _REPEAT in stmts, "where": where, "calls": forms,
+            "form": ("prefill split for kept intermediate recurrent states (transformers 5.25)" if split_calls
+                     else "one call per rule (transformers <= 5.24)")}
 
 
 class _Redirect(ast.NodeTransformer):
+    """Each rule call -> ``self.kc_<kind>(...)`` with the gate inputs matching its g and beta (check_forward
+    accepted each call, so ``_call_gates`` answers)."""
+
+    def __init__(self, tree: ast.Module):
+        self.splits, self.bound = _splits(tree), _bound(tree)
+
     def visit_Call(self, node):
         self.generic_visit(node)
         if isinstance(node.func, ast.Name) and node.func.id in CALLS.values():
             kind = next(k for k, v in CALLS.items() if v == node.func.id)
+            gates = _call_gates(node, self.splits, self.bound)
             node.func = ast.Attribute(ast.Name("self", ast.Load()), ATTR[kind], ast.Load())
-            for kw, expr in zip(EXTRA, ("a", "b", "self.A_log", "self.dt_bias"), strict=True):
+            exprs = (gates["kc_a"], gates["kc_b"], *(ast.parse(e, mode="eval").body for e in ("self.A_log",
+                                                                                              "self.dt_bias")))
+            for kw, expr in zip(EXTRA, exprs, strict=True):
                 node.keywords.insert(len(node.keywords) - sum(k.arg is None for k in node.keywords),
-                                     ast.keyword(kw, ast.parse(expr, mode="eval").body))
+                                     ast.keyword(kw, expr))
         return node
 
 
@@ -162,7 +274,7 @@ def redirected_class(cls) -> type:
         return cls
     if cls not in _SUBCLASSES:
         tree, where, raw = _source(cls)
-        tree = ast.fix_missing_locations(_Redirect().visit(tree))
+        tree = ast.fix_missing_locations(_Redirect(tree).visit(tree))
         ns = dict(raw.__globals__)
         exec(compile(tree, f"<kernelcraft e2e: {where} with the gated delta rule calls redirected>", "exec"), ns)
         sub = type(cls.__name__, (cls,), {"forward": ns["forward"], "__module__": cls.__module__,
@@ -217,7 +329,8 @@ class GDNRegion(torch.nn.Module):
 
     def forward(self, query, key, value, **kw):
         extra = {k: kw.pop(k) for k in EXTRA}
-        if self.op is None:
+        if self.op is None or query.shape[1] == 0:  # stock; or a call on no tokens (transformers 5.25's chunked
+            # part when every token is kept as an intermediate state): nothing to compute, the model's answer
             if not self.annotate:
                 return self.fn(query, key, value, **kw)
             with torch.profiler.record_function(f"kc::{self.kind}"):
@@ -370,7 +483,9 @@ def patch_layers(model: torch.nn.Module, ops: dict, stock: tuple = (), which: st
     if layers:
         out["model_function"] = {k: resolved_impl(type(layers[0][1]).__mro__[1], k) for k in KINDS}
         out["stock_function"] = which
-        out["q_k_repeated_before_the_call"] = check_forward(type(layers[0][1]).__mro__[1])["pre_repeated"]
+        info = check_forward(type(layers[0][1]).__mro__[1])
+        out["q_k_repeated_before_the_call"] = info["pre_repeated"]
+        out["forward_form"], out["rule_calls"] = info["form"], info["calls"]
     if ops and op_interface == "task":
         out["adaptation"] = ADAPTATION
     return out
