@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Session 17, device call "evals" (<= 580 s), right after the sweep call on the same warm machine. carry:
-# [".whl", ".whl-peers/small", ".whl-peers/parts/<libs-cu13>.part-02", ".whl-peers/parts/<libs-cu13>.sha256"]
-# (and ".kernelcraft/flashinfer-cache" when it exists)        command: bash scripts/h200_s17_evals.sh
+# [".whl", ".whl-peers/c3", ".whl-peers/parts/<libs-cu13>.part-02", ".whl-peers/parts/<libs-cu13>.sha256",
+# ".kernelcraft/flashinfer-cache"] (c3: small/ less Liger and FLA, which the sweep call installed; 64 MiB a call)
+#   command: bash scripts/h200_s17_evals.sh
 # Joins the cutlass-cu13 wheel from the parts stashed by the two calls before (sha256 checked), installs every peer
 # (quack, Liger, FLA, FlashInfer), then `kernelcraft eval` per task: the promoted solution and the two best variants
 # of the sweep call (scripts/sweep_pick.py over /tmp/sweep), every peer that imports, static torch.compile, in one
@@ -12,7 +13,7 @@ OUT=${OUT:-/tmp/out}; mkdir -p "$OUT/catalog" "$OUT/picked"
 start=$(date +%s)
 left() { echo $(( ${DEADLINE:-570} - ($(date +%s) - start) )); }
 source scripts/device_wheels.sh
-source scripts/peer_wheels.sh install > "$OUT/peer_install.txt" 2>&1 || echo "peer install FAILED (see peer_install.txt)"
+PEER_WHEELS=${PEER_WHEELS:-.whl-peers/c3} source scripts/peer_wheels.sh install > "$OUT/peer_install.txt" 2>&1 || echo "peer install FAILED (see peer_install.txt)"
 # FlashInfer's modules prebuilt for sm_90a on the CPU machine (scripts/flashinfer_prebuild.sh): loaded through its
 # prebuilt path (a flashinfer_jit_cache stand-in), no nvcc here; a module not prebuilt fails at once, not after a JIT
 if [ -d .kernelcraft/flashinfer-cache ]; then

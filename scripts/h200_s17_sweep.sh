@@ -3,7 +3,7 @@
 # ".whl-peers/parts/<libs-cu13>.part-01"]   command: bash scripts/h200_s17_sweep.sh
 # Stashes the second part of the cutlass-cu13 wheel for the next call (scripts/peer_wheels.sh), installs Liger and
 # FLA (.whl-peers/c1), then times issue 21's new candidates and their CONFIG variants beside the promoted kernel,
-# the peers that load and a static torch.compile (scripts/catalog_sweep.py), at the workloads issue 21's targets
+# the peers that load (scripts/catalog_sweep.py --no-compile: a compile per shape costs 5-15 s; the evals call has it), at the workloads issue 21's targets
 # judge. Writes $OUT/sweep_<task>.json and keeps a copy in /tmp/sweep for the next call's picks.
 set -u
 export PYTHONUNBUFFERED=1
@@ -36,7 +36,7 @@ declare -A PROMOTED=([softmax]=triton_online.py [silu_mul]=triton_tiled.py [gelu
 for t in ${TASKS:-softmax silu_mul gelu_tanh_mul fused_add_rmsnorm layernorm}; do
   [ -d $V/$t ] || continue
   t0=$(date +%s)
-  timeout ${SWEEP_S:-100} python3 scripts/catalog_sweep.py tasks/$t tasks/$t/solutions/${PROMOTED[$t]} $V/$t \
+  timeout ${SWEEP_S:-100} python3 scripts/catalog_sweep.py tasks/$t tasks/$t/solutions/${PROMOTED[$t]} $V/$t --no-compile \
     --json "$OUT/sweep_$t.json" > "$OUT/sweep_$t.log" 2>&1
   echo "== $t: rc=$? $(( $(date +%s) - t0 ))s"
   cp "$OUT/sweep_$t.json" /tmp/sweep/ 2>/dev/null

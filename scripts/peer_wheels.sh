@@ -40,7 +40,7 @@ case "${1:-}" in
         (cd "$PEER_STASH" && sha256sum -c "$(basename "$sums")") || { echo "peer wheel $whl: checksum mismatch (a part missing?)"; return 1; }
     done
     python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target "$PEER_SITE" \
-        .whl-peers/small/*.whl "$PEER_STASH"/*.whl || return 1
+        "${PEER_WHEELS:-.whl-peers/small}"/*.whl "$PEER_STASH"/*.whl || return 1
     _peer_env
     ;;
   small)  # the peers that need no cutlass-cu13 parts (FLA, Liger, ...): one folder, one call
