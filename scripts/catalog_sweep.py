@@ -8,9 +8,12 @@ the gauntlet); it picks which variants deserve an eval.
 
 Files and folders name the implementations (a folder: every ``*.py`` in it, as scripts/config_variants.py
 writes them). Workloads: the task's own, by default only those the targets of issue 21 judge (>= ``--mb-min``
-MB moved, or <= ``--rows-max`` rows); ``--all`` for every one. Times: the median of CUDA-graph replays with
-the L2 flushed before each (scripts/linear_attention_bench.py's ``graph_time``), eager where a call cannot be
-captured. Peers that cannot load here (library missing, wrong device) are named and left out. Prints one
+MB moved, or <= ``--rows-max`` rows); ``--all`` for every one. Times: kernelcraft's one timer
+(``measure.timing.time_interleaved``: every implementation that passed, interleaved repetition by repetition,
+graph replays, the L2 flushed by a read before each call), so a sweep's ranking reads as the eval's will.
+(Session 17's first sweep timed with linear_attention_bench's ``graph_time``, whose flush *writes* 256 MB: at
+4-10 us kernels the dirty lines' write-back moved whole microseconds, and two decode picks that led Liger there
+trailed it in the eval: results/h100/README.md.) Peers that cannot load here (library missing, wrong device) are named and left out. Prints one
 table per task: each implementation's time, and the best candidate over the best peer per workload.
 """
 
@@ -33,6 +36,7 @@ sys.path.insert(0, str(ROOT / "scripts"))
 import linear_attention_bench as lab  # noqa: E402
 
 from kernelcraft.gauntlet.compare import compare, normalize_outputs  # noqa: E402
+from kernelcraft.measure.timing import time_interleaved  # noqa: E402
 from kernelcraft.task import load_task  # noqa: E402
 from kernelcraft.task.inputs import make_inputs  # noqa: E402
 
@@ -99,7 +103,8 @@ def main() -> None:
     p.add_argument("--rows-max", type=int, default=64)
     p.add_argument("--mb-min", type=float, default=64.0)
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--reps", type=int, default=50)
+    p.add_argument("--reps", type=int, default=400, help="at most this many interleaved repetitions a workload")
+    p.add_argument("--budget-ms", type=float, default=30.0, help="the timer's budget per implementation and workload")
     p.add_argument("--device", default="cuda")
     p.add_argument("--json", default="")
     args = p.parse_args()
@@ -125,7 +130,7 @@ def main() -> None:
         axes = task.definition.axis_values(w.axes)
         inputs = make_inputs(task, w, args.seed, args.device)
         ref = normalize_outputs(ref_fn(*lab.f64(inputs)), task.definition)
-        rows = {}
+        rows, timed = {}, {}
         for name, (run, prepare) in impls.items():
             row: dict = {}
             try:
@@ -135,10 +140,17 @@ def main() -> None:
                 c = compare(got, ref, task.definition, task.contract, axes, args.device, inputs)
                 row.update(status=c.status, reason=c.reason[:200])
                 if c.status == "PASSED":
-                    row["ms"], row["method"] = lab.graph_time(lambda run=run, a=call_args: run(*a), reps=args.reps)
+                    timed[name] = lambda run=run, a=call_args: run(*a)
             except Exception as e:  # noqa: BLE001 - a failing implementation is a row
                 row.update(status="ERROR", reason=f"{type(e).__name__}: {e}"[:300], trace=traceback.format_exc()[-800:])
             rows[name] = row
+        try:
+            times = time_interleaved(timed, args.device, budget_ms=args.budget_ms, min_reps=10, max_reps=args.reps)
+        except Exception as e:  # noqa: BLE001 - one rotation for all: its failure is the workload's
+            times = {}
+            print(f"  timing failed: {type(e).__name__}: {e}"[:300], flush=True)
+        for name, t in times.items():
+            rows[name].update(ms=t.median_ms, method=t.method, reps=t.reps, stop=t.stop)
         best_ours = min((rows[n]["ms"], n) for n in ours if "ms" in rows[n]) if any("ms" in rows[n] for n in ours) else None
         others = [n for n in rows if n.startswith("peer:") or n == "torch.compile"]
         best_peer = min((rows[n]["ms"], n) for n in others if "ms" in rows[n]) if any("ms" in rows[n] for n in others) else None
