@@ -19,7 +19,9 @@ is 24% ahead at 4096 x 32768 and 5-16% at decode.
   multiple of P stays one). The scratch is allocated once per device (zeros, before any graph
   capture: the first call of a shape is an eager check). On the CPU (the Triton interpreter runs
   programs one after another, a spin would never end) the same kernel runs twice: PHASE 1 writes
-  the partials, PHASE 2 combines and writes the output.
+  the partials, PHASE 2 combines and writes the output. Limit: the counters are per device, not per
+  stream, so two split launches running at once on two streams of one device would mix their tickets;
+  a deployment that overlaps softmax calls across streams must give each stream its own scratch.
 * `_softmax_stream` (width >= STREAM_MIN_N and more rows than the split takes): a persistent grid
   (STREAM_PER_SM programs per SM) loops over rows. Default: two 32-warp programs per SM, each with
   a whole row (ptxas for sm_90 with Triton 3.9: 32 registers, no spills, so both fit an SM: one's
