@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Session 17, device call "evals2" (<= 300 s, a fresh machine). carry: [".whl", ".whl-peers/c1", ".whl-peers/c3",
 # ".kernelcraft/flashinfer-cache"]          command: bash scripts/h200_s17_evals2.sh
-# The catalog tasks the chained calls left: gelu_tanh_mul with the sweep's pick (triton_stream at num_warps 8, now
-# tasks/gelu_tanh_mul/candidates/triton_stream_v1.py), and rope, rmsnorm and topk, whose FlashInfer peers were never
+# The catalog tasks the chained calls left: gelu_tanh_mul with the sweep's pick (triton_stream at num_warps 8, written by
+# scripts/config_variants.py as the sweep wrote it), and rope, rmsnorm and topk, whose FlashInfer peers were never
 # measured (prebuilt modules, scripts/flashinfer_prebuild.sh). No cutlass-cu13 libraries in this call: quack's rows
 # (and FlashInfer's CuTe DSL norms) are SKIPPED or fall back, named in each record.
 set -u
@@ -17,7 +17,8 @@ export PYTHONPATH=$PWD/.kernelcraft/flashinfer-cache:/tmp/site:$PWD/src FLASHINF
 eval "$(python3 scripts/peer_jit_env.py)"
 export KERNELCRAFT_CACHE=/tmp/kc_cache
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv | tee "$OUT/gpu.txt"
-declare -A SOLS=([gelu_tanh_mul]="tasks/gelu_tanh_mul/solutions/triton_tiled.py tasks/gelu_tanh_mul/candidates/triton_stream_v1.py tasks/gelu_tanh_mul/candidates/triton_stream.py"
+python3 scripts/config_variants.py tasks/gelu_tanh_mul/candidates/triton_stream.py /tmp/gelu_v '{"BLOCK_N": 1024}' '{"num_warps": 8}'
+declare -A SOLS=([gelu_tanh_mul]="tasks/gelu_tanh_mul/solutions/triton_tiled.py /tmp/gelu_v/triton_stream_v1.py tasks/gelu_tanh_mul/candidates/triton_stream.py"
   [rope]="tasks/rope/solutions/triton_tokens.py" [rmsnorm]="tasks/rmsnorm/solutions/triton_dps" [topk]="")
 clean() { grep -v "leaked\|nanobind\|skipped rem\|refleaks\|Warning"; }
 for t in ${TASKS:-gelu_tanh_mul rope rmsnorm topk}; do
