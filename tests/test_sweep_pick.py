@@ -36,3 +36,13 @@ def test_a_variant_that_failed_at_any_workload_is_never_picked(tmp_path):
     for name in ("fast_but_wrong", "honest"):
         (tmp_path / f"{name}.py").write_text("")
     assert [Path(p).stem for p in pick(f, tmp_path)] == ["honest"]
+
+
+def test_a_sweep_without_peers_still_picks_against_the_baseline(tmp_path):
+    """results/h100/design/catalog_sweep-2026-12-06/sweep_gelu_tanh_mul.json measured no peer (none was installed
+    yet): before, nothing was picked; against the baseline row, triton_stream_v3 (FAST_MATH off) ranks first over its
+    six workloads, ahead of the promoted triton_tiled (which has no file among the variants, so prints no path)."""
+    for name in ("triton_stream", "triton_stream_v1", "triton_stream_v3"):
+        (tmp_path / f"{name}.py").write_text("")
+    sweep = ROOT / "results/h100/design/catalog_sweep-2026-12-06/sweep_gelu_tanh_mul.json"
+    assert [Path(p).stem for p in pick(sweep, tmp_path, n=3)] == ["triton_stream_v3", "triton_stream_v1"]
