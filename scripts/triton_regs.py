@@ -1,6 +1,6 @@
 """Registers, spills and shared memory of a Triton solution's kernels for the H200 (sm_90), on a machine
 without a GPU: ptxas's resource report, one line per kernel launch. A generic form of
-scripts/kda_prefill_regs.py.
+scripts/kda_prefill_regs.py, which uses its helpers.
 
     PYTHONPATH=src python scripts/triton_regs.py tasks/softmax tasks/softmax/candidates/triton_split.py \\
         --axes num_rows=4096,width=32768 --axes num_rows=1,width=32000
@@ -31,10 +31,6 @@ import sys
 import tempfile
 from pathlib import Path
 
-_DTYPES = {"bfloat16": "bfloat16", "float16": "float16", "float32": "float32", "float64": "float64",
-           "int32": "int32", "int64": "int64", "int8": "int8", "uint8": "uint8", "bool": "bool",
-           "float8_e4m3fn": "float8_e4m3fn", "float8_e5m2": "float8_e5m2"}
-
 
 class _Recorder:
     """Stands in for a @triton.jit function: kernel[grid](*args, **kwargs) records the launch."""
@@ -60,7 +56,7 @@ def _inputs(definition: dict, axes: dict) -> list:
 
     out = []
     for _name, spec in definition["inputs"].items():
-        dt = getattr(torch, _DTYPES[spec["dtype"]])
+        dt = getattr(torch, spec["dtype"])  # definition dtype names are torch's
         shape = spec.get("shape")
         if shape is None:  # a scalar input
             out.append(1.0 if dt.is_floating_point else 1)
