@@ -17,7 +17,7 @@
 #   prefill: BATCH_PREFILL x SEQ tokens; decode: BATCH tokens after a cache of SEQ.
 # Outputs: $OUT/e2e_qwen3next_{prefill,decode}.json (kc-e2e/2), the logs, SUMMARY.txt; packed as out.tgz.
 #
-# The kernels: gdn_decode from results/h200/gdn_decode.json (triton_decode PASSED there); gdn_prefill
+# The kernels: gdn_decode from results/h200/gdn_decode.json (triton_decode_knobs_bybatch PASSED there; DECODE_SOL); gdn_prefill
 # from results/h200/gdn_prefill.json when it exists, else evaluated here first (correctness only,
 # --no-timing: `kernelcraft export` needs a record in which the solution PASSED, not timings).
 # Needs torch >= 2.11 with CUDA, triton, transformers >= 5 with Qwen3-Next (5.17 is there), the base
@@ -99,7 +99,8 @@ if [ ! -f "$prefill_record" ]; then  # no H200 record yet: evaluate triton_chunk
     --device cuda --no-timing --no-calibrate --no-peers --json "$prefill_record"
 fi
 packages=()
-for spec in "gdn_prefill:triton_chunk:$prefill_record" "gdn_decode:triton_decode:$RECORDS/gdn_decode.json"; do
+# DECODE_SOL / PREFILL_SOL: the solution exported from each record (it must have PASSED there)
+for spec in "gdn_prefill:${PREFILL_SOL:-triton_chunk}:$prefill_record" "gdn_decode:${DECODE_SOL:-triton_decode_knobs_bybatch}:$RECORDS/gdn_decode.json"; do
   IFS=: read -r task sol record <<< "$spec"
   if step "export_$task" 40 python3 -m kernelcraft export "$record" "$W/export/$task" --format torch-op \
        --solution "$sol" --task "tasks/$task"; then
