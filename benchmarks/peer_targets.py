@@ -14,6 +14,11 @@ each target of issue 21 holds there:
 - a decode workload (<= 64 rows: the first axis of the definition's first tensor input): ratio > 1;
 - over the catalog: the geometric mean of the records' x best peer >= 1.10.
 
+No verdict where the timing cannot give one: when the candidate's or the best peer's samples at a workload
+are bimodal (p75/p25 above ``SPREAD_MAX``), the median sits on either population and a second identical run
+can land on the other, so that workload's target says "no verdict (bimodal timing)" instead of holds or
+missed, and is counted apart (scripts/timing_spread.py shows the spread of every row).
+
 Bytes: from the workload if the record states them (``bytes``/``nbytes``), else the task's own
 speed-of-light model, ``Task.roofline`` (the contract's ``[roofline] bytes`` or every input read and
 every output written once: what the record's ``floor_ms``/``sol`` were computed from), else the
@@ -47,6 +52,7 @@ LARGE_BYTES = 64e6
 LARGE_MIN_RATIO = 0.98
 DECODE_MAX_ROWS = 64
 CATALOG_MIN_GEOMEAN = 1.10
+SPREAD_MAX = 1.3  # p75/p25 of a row's samples above this: two populations (scripts/timing_spread.py), no verdict
 CATALOG = ("rmsnorm", "softmax", "cross_entropy", "fused_add_rmsnorm", "layernorm", "silu_mul",
            "gelu_tanh_mul", "rope",  # catalog I
            "topk", "fp8_rowwise_quant", "kmeans_assign", "balanced_kmeans_step")  # catalog II
@@ -146,11 +152,43 @@ def choose_candidate(record: dict, name: str | None = None) -> dict | None:
                                       c.get("speedup_vs_baseline") or 0), default=None)
 
 
-def _target(applies: bool, ratio: float | None, need: float, strict: bool) -> dict | None:
+def spread(w: dict | None) -> float | None:
+    """p75/p25 of a workload's timing samples (None when the record has no quartiles)."""
+    t = (w or {}).get("timing") or {}
+    lo, hi = t.get("p25_ms"), t.get("p75_ms")
+    return hi / lo if lo and hi else None
+
+
+def unstable_note(cand_w: dict | None, cand_name: str, rows: list[dict], uuid: str) -> str:
+    """Why the comparison at this workload decides nothing, or "": the candidate's samples are bimodal
+    (p75/p25 > SPREAD_MAX), or a trusted row's are while its 25th percentile is below the candidate's
+    median (that row's median sits on either population, so it may be the real best peer, or a slower
+    one than it looks). An identical run can land on the other population (session 18 on an H100:
+    rmsnorm batch 1, Liger 0.0048 / 0.0129 / 0.0054 ms in three runs)."""
+    ms = (cand_w or {}).get("latency_ms")
+    bad = []
+    x = spread(cand_w)
+    if x is not None and x > SPREAD_MAX:
+        bad.append((cand_name, x))
+    for r in rows:
+        for w in r.get("workloads") or []:
+            if w["uuid"] != uuid or not _timed(w):
+                continue
+            x, p25 = spread(w), ((w.get("timing") or {}).get("p25_ms"))
+            if x is not None and x > SPREAD_MAX and ms and p25 is not None and p25 < ms:
+                bad.append((r["name"], x))
+    if not bad:
+        return ""
+    return "bimodal timing (" + ", ".join(f"{n} p75/p25 {x:.2f}" for n, x in bad) + f" > {SPREAD_MAX}): no verdict"
+
+
+def _target(applies: bool, ratio: float | None, need: float, strict: bool, unstable: str = "") -> dict | None:
     if not applies:
         return None
     if ratio is None:
         return {"need": need, "holds": None, "why": "no peer or no candidate latency at this workload"}
+    if unstable:
+        return {"need": need, "strict": strict, "holds": None, "unstable": True, "why": unstable}
     holds = ratio > need if strict else ratio >= need
     out = {"need": need, "strict": strict, "holds": holds}
     if not holds:
@@ -199,6 +237,7 @@ def analyse(record: dict, path: Path, candidate: str | None = None) -> dict:
         large = nbytes is not None and nbytes >= LARGE_BYTES
         decode = nrows is not None and nrows <= DECODE_MAX_ROWS
         checked = bool(strong)
+        unstable = unstable_note(w if ms else None, cand["name"], rows, w["uuid"]) if ratio is not None else ""
         row = {
             "uuid": w["uuid"], "axes": w["axes"], "rows": nrows,
             "bytes": nbytes, "bytes_source": source, "mb": None if nbytes is None else nbytes / 1e6,
@@ -211,11 +250,14 @@ def analyse(record: dict, path: Path, candidate: str | None = None) -> dict:
             "fastest_candidate_ms": fastest[1]["latency_ms"] if fastest else None,
             "recorded_best_peer": w.get("best_peer"), "recorded_best_peer_ms": w.get("best_peer_latency_ms"),
             "large": large, "decode": decode,
+            "candidate_spread": spread(w), "best_peer_spread": spread(best[1]) if best else None,
             "targets": {
-                "large": _target(large and checked, ratio, LARGE_MIN_RATIO, strict=False),
-                "decode": _target(decode and checked, ratio, 1.0, strict=True),
+                "large": _target(large and checked, ratio, LARGE_MIN_RATIO, strict=False, unstable=unstable),
+                "decode": _target(decode and checked, ratio, 1.0, strict=True, unstable=unstable),
             },
         }
+        if unstable:
+            row["unstable"] = unstable
         if note:
             row["note"] = note
         if w.get("best_peer") is not None and best and w["best_peer"] != best[0]["name"]:
@@ -230,6 +272,8 @@ def analyse(record: dict, path: Path, candidate: str | None = None) -> dict:
     missed = [{"axes": r["axes"], "target": k, "ratio": r["ratio"], **t}
               for r in out["workloads"] for k, t in r["targets"].items() if t and t["holds"] is False]
     out["targets_missed"] = missed
+    out["targets_unstable"] = [{"axes": r["axes"], "target": k, "ratio": r["ratio"], "why": t["why"]}
+                               for r in out["workloads"] for k, t in r["targets"].items() if t and t.get("unstable")]
     if not strong:
         out["why"] = peers.weak_note(peers.trusted_rows(record["solutions"]))
     return out
@@ -244,6 +288,7 @@ def catalog(results: list[dict]) -> dict:
         "left_out": [{"task": r["task"], "why": r.get("why", "no x best peer")} for r in results if not r.get("geomean")],
         "workload_targets_missed": sum(len(r.get("targets_missed") or []) for r in results),
         "workload_targets_checked": sum(1 for r in results for w in r["workloads"] for t in w["targets"].values() if t),
+        "workload_targets_unstable": sum(len(r.get("targets_unstable") or []) for r in results),
     }
 
 
@@ -254,6 +299,8 @@ def _f(x, spec: str) -> str:
 def _mark(t: dict | None, label: str) -> str:
     if t is None:
         return ""
+    if t.get("unstable"):
+        return f"{label}:NO-VERDICT(bimodal)"
     if t["holds"] is None:
         return f"{label}:?"
     return f"{label}:ok" if t["holds"] else f"{label}:MISS(-{t['cut_needed_pct']:.1f}%)"
@@ -276,13 +323,16 @@ def table(results: list[dict], cat: dict) -> str:
     for r in results:
         g = _f(r.get("geomean"), ".3f") + "x" if r.get("geomean") else (r.get("why") or "no figure")
         n = len(r.get("targets_missed") or [])
+        u = len(r.get("targets_unstable") or [])
         out.append(f"{r['task']}: {r['candidate']} x best peer {g} (record: {_f(r.get('recorded_geomean'), '.3f')}); "
-                   f"{n} workload target(s) missed" + (f"; peers unavailable: {len(r['peers_unavailable'])}"
-                                                        if r["peers_unavailable"] else ""))
+                   f"{n} workload target(s) missed" + (f", {u} without a verdict (bimodal timing)" if u else "")
+                   + (f"; peers unavailable: {len(r['peers_unavailable'])}" if r["peers_unavailable"] else ""))
     verdict = "-" if cat["holds"] is None else ("holds" if cat["holds"] else "MISSED")
     out.append(f"catalog geomean over {len(cat['tasks'])} task(s): {_f(cat['geomean'], '.3f')}x "
                f"(target >= {CATALOG_MIN_GEOMEAN:.2f}x: {verdict}); workload targets missed "
-               f"{cat['workload_targets_missed']} of {cat['workload_targets_checked']}")
+               f"{cat['workload_targets_missed']} of {cat['workload_targets_checked']}"
+               + (f", {cat['workload_targets_unstable']} without a verdict (bimodal timing, p75/p25 > {SPREAD_MAX})"
+                  if cat["workload_targets_unstable"] else ""))
     return "\n".join(out)
 
 
@@ -300,7 +350,8 @@ def markdown(r: dict) -> str:
         for key, label in (("large", ">= 64 MB: within 2%"), ("decode", "<= 64 rows: ahead")):
             t = w["targets"][key]
             if t is not None:
-                marks.append(f"{label}: " + ("?" if t["holds"] is None else "holds" if t["holds"] else
+                marks.append(f"{label}: " + ("no verdict (bimodal timing)" if t.get("unstable") else
+                                             "?" if t["holds"] is None else "holds" if t["holds"] else
                                              f"**missed** (needs {'>' if t['strict'] else '>='} {t['cut_needed_pct']:.1f}% less time)"))
         mb = "-" if w["mb"] is None else f"{w['mb']:.1f}" if w["mb"] >= 10 else f"{w['mb']:.3g}"
         rows.append(f"| {axes} | {mb} | {_f(w['candidate_ms'], '.4f')} ({_pct(w['candidate_sol'])}) | "

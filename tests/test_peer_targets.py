@@ -108,6 +108,43 @@ def test_missed_targets_say_by_how_much_and_the_catalog_mean():
         pt.analyse(_record(_rows()), ROOT / "x.json", candidate="nope")
 
 
+def _quartiles(row: dict, uuid: str, p25: float, p75: float) -> None:
+    w = next(w for w in row["workloads"] if w["uuid"] == uuid)
+    w["timing"] = {"median_ms": w["latency_ms"], "p25_ms": p25, "p75_ms": p75}
+
+
+def test_bimodal_samples_give_no_verdict_and_are_counted_apart():
+    # session 18 on an H100: a row's samples in two populations (p75/p25 2.6), its median on either
+    rows = _rows()
+    liger, fast, slow = rows[3], rows[6], rows[7]
+    _quartiles(fast, "a", 0.0038, 0.0041)  # tight: not what decides
+    _quartiles(liger, "c", 0.089, 0.091)
+    base = pt.analyse(_record(rows), ROOT / "x.json")
+    assert base["targets_unstable"] == [] and "unstable" not in base["workloads"][0]
+    # the best peer at a (peer:broken, 0.004) is tight; a bimodal trusted row whose p25 is below the
+    # candidate's median could be the real best: no verdict at a, whichever way the medians fall
+    _quartiles(liger, "a", 0.0035, 0.0091)
+    res = pt.analyse(_record(rows), ROOT / "x.json")
+    a = res["workloads"][0]
+    assert a["targets"]["decode"]["holds"] is None and a["targets"]["decode"]["unstable"]
+    assert "peer:liger p75/p25 2.60 > 1.3" in a["unstable"] and res["targets_missed"] == []
+    assert [u["target"] for u in res["targets_unstable"]] == ["decode"]
+    # a bimodal trusted row that is slower than the candidate even in its fast population decides nothing
+    _quartiles(liger, "a", 0.0045, 0.0117)
+    assert pt.analyse(_record(rows), ROOT / "x.json")["workloads"][0]["targets"]["decode"]["holds"] is True
+    # the candidate's own samples bimodal: no verdict on a miss either (slow is 10% behind at c); at a
+    # Liger's fast population (p25 0.0045) is below slow's 0.006 there: no verdict until its samples are tight
+    assert pt.analyse(_record(rows), ROOT / "x.json", candidate="slow")["workloads"][0]["targets"]["decode"]["holds"] is None
+    _quartiles(liger, "a", 0.0049, 0.0051)
+    _quartiles(slow, "c", 0.080, 0.130)
+    s = pt.analyse(_record(rows), ROOT / "x.json", candidate="slow")
+    assert {m["target"] for m in s["targets_missed"]} == {"decode"}
+    assert [u["target"] for u in s["targets_unstable"]] == ["large"] and "slow p75/p25 1.62" in s["workloads"][2]["unstable"]
+    cat = pt.catalog([s])
+    assert (cat["workload_targets_missed"], cat["workload_targets_unstable"]) == (1, 1)
+    assert "no verdict (bimodal timing)" in pt.markdown(s) and "NO-VERDICT(bimodal)" in pt.table([s], cat)
+
+
 def test_old_record_without_peers_checks_nothing_and_is_left_out_of_the_mean():
     # harness 0.4.0: no roles; its torch.compile row (no implementation) compiled one dynamic graph
     rows = [_row("baseline", None, {"a": 0.010, "c": 0.2}), _row("torch.compile", None, {"a": 0.009, "c": 0.1}),
