@@ -45,6 +45,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
 from kernelcraft.gauntlet.records import weighted_geomean  # noqa: E402
+from kernelcraft.measure import stability  # noqa: E402
 from kernelcraft.measure.calibrate import Calibration  # noqa: E402
 from kernelcraft.report import peers  # noqa: E402
 
@@ -52,7 +53,7 @@ LARGE_BYTES = 64e6
 LARGE_MIN_RATIO = 0.98
 DECODE_MAX_ROWS = 64
 CATALOG_MIN_GEOMEAN = 1.10
-SPREAD_MAX = 1.3  # p75/p25 of a row's samples above this: two populations (scripts/timing_spread.py), no verdict
+SPREAD_MAX = stability.SPREAD_MAX  # p75/p25 of a row's samples above this: two populations, no verdict
 CATALOG = ("rmsnorm", "softmax", "cross_entropy", "fused_add_rmsnorm", "layernorm", "silu_mul",
            "gelu_tanh_mul", "rope",  # catalog I
            "topk", "fp8_rowwise_quant", "kmeans_assign", "balanced_kmeans_step")  # catalog II
@@ -154,32 +155,16 @@ def choose_candidate(record: dict, name: str | None = None) -> dict | None:
 
 def spread(w: dict | None) -> float | None:
     """p75/p25 of a workload's timing samples (None when the record has no quartiles)."""
-    t = (w or {}).get("timing") or {}
-    lo, hi = t.get("p25_ms"), t.get("p75_ms")
-    return hi / lo if lo and hi else None
+    return stability.spread((w or {}).get("timing"))
 
 
 def unstable_note(cand_w: dict | None, cand_name: str, rows: list[dict], uuid: str) -> str:
-    """Why the comparison at this workload decides nothing, or "": the candidate's samples are bimodal
-    (p75/p25 > SPREAD_MAX), or a trusted row's are while its 25th percentile is below the candidate's
-    median (that row's median sits on either population, so it may be the real best peer, or a slower
-    one than it looks). An identical run can land on the other population (session 18 on an H100:
-    rmsnorm batch 1, Liger 0.0048 / 0.0129 / 0.0054 ms in three runs)."""
-    ms = (cand_w or {}).get("latency_ms")
-    bad = []
-    x = spread(cand_w)
-    if x is not None and x > SPREAD_MAX:
-        bad.append((cand_name, x))
-    for r in rows:
-        for w in r.get("workloads") or []:
-            if w["uuid"] != uuid or not _timed(w):
-                continue
-            x, p25 = spread(w), ((w.get("timing") or {}).get("p25_ms"))
-            if x is not None and x > SPREAD_MAX and ms and p25 is not None and p25 < ms:
-                bad.append((r["name"], x))
-    if not bad:
-        return ""
-    return "bimodal timing (" + ", ".join(f"{n} p75/p25 {x:.2f}" for n, x in bad) + f" > {SPREAD_MAX}): no verdict"
+    """Why the comparison at this workload decides nothing, or "" (kernelcraft.measure.stability.unsettled:
+    the candidate's samples bimodal, or a trusted row's while its 25th percentile is below the candidate's
+    median). Read from the samples' quartiles, so records made before ``WorkloadResult.unsettled`` get it too."""
+    trusted = [(r["name"], w.get("timing")) for r in rows for w in r.get("workloads") or []
+               if w["uuid"] == uuid and _timed(w)]
+    return stability.unsettled(cand_name, (cand_w or {}).get("timing"), (cand_w or {}).get("latency_ms"), trusted)
 
 
 def _target(applies: bool, ratio: float | None, need: float, strict: bool, unstable: str = "") -> dict | None:

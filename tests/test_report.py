@@ -191,6 +191,15 @@ def _summary_row(rec: dict, s: dict) -> str:
         return f"| {name} | {s['status']} | {_fmt(s['speedup_vs_baseline'])} |"
     head = "no peer measured" if not _has_peer(rec) else "-" if s.get("speedup_vs_best_peer") is None \
         else f"{s['speedup_vs_best_peer']:.2f}x"
+    if head.endswith("x"):  # workloads whose comparison decides nothing (bimodal samples) are counted beside it
+        from kernelcraft.measure import stability
+
+        trusted = [t for t in rec["solutions"] if _role(t) != "candidate"]
+        n = sum(bool(stability.unsettled(s["name"], w.get("timing"), w.get("latency_ms"), [
+            (t["name"], tw.get("timing")) for t in trusted for tw in t.get("workloads") or []
+            if tw["uuid"] == w["uuid"] and tw["status"] == "PASSED" and tw.get("latency_ms")]))
+            for w in s.get("workloads") or [] if w.get("speedup_vs_best_peer") is not None)
+        head += f" ({n} unsettled)" if n else ""
     return f"| {s['name']} | {s['status']} | {s['gate'] or ''} | {head} | "
 
 

@@ -23,6 +23,7 @@ from kernelcraft.gauntlet.records import EvalReport, SolutionResult, WorkloadRes
 from kernelcraft.gauntlet.static import allowed_groups, check_static
 from kernelcraft.measure.calibrate import Calibration
 from kernelcraft.measure.environment import environment
+from kernelcraft.measure.stability import SPREAD_MAX, unsettled
 from kernelcraft.measure.timing import TIMING_VERSION
 from kernelcraft.solution.model import BuildSpec, Solution, SourceFile, pack_python_file
 from kernelcraft.task.loader import Task
@@ -535,6 +536,10 @@ def compare_with_peers(res: SolutionResult, earlier: list[SolutionResult], task:
             w.speedup_vs_best_peer = w.best_peer_latency_ms / w.latency_ms
             speedups.append(w.speedup_vs_best_peer)
             weights.append(task.contract.weight(w.uuid))
+            w.unsettled = unsettled(res.name, w.timing, w.latency_ms, [
+                (r.name, tw.timing) for r in trusted for tw in r.workloads
+                if tw.uuid == w.uuid and tw.status == "PASSED" and tw.latency_ms])
+    res.unsettled_workloads = sum(bool(w.unsettled) for w in res.workloads)
     res.speedup_vs_best_peer = weighted_geomean(speedups, weights)
     res.best_peers = sorted({w.best_peer for w in res.workloads if w.best_peer})
     res.peers_unavailable = [r.reason if r.reason.startswith(r.name) else f"{r.name}: {r.reason}"
@@ -547,6 +552,12 @@ def compare_with_peers(res: SolutionResult, earlier: list[SolutionResult], task:
             res.reason = (res.reason + "; " if res.reason else "") + (
                 "not promotable: the contract asks to beat the best peer, and no peer was measured at "
                 f"{sum(w.best_peer is None for w in timed)} timed workload(s)")
+        elif res.unsettled_workloads:
+            res.promotable = False
+            res.reason = (res.reason + "; " if res.reason else "") + (
+                f"not promotable: the contract asks to beat the best peer, and at {res.unsettled_workloads} "
+                "workload(s) the timing samples are bimodal (p75/p25 > "
+                f"{SPREAD_MAX}), so the comparison decides nothing there: run the eval again")
         elif res.speedup_vs_best_peer is None or res.speedup_vs_best_peer < need:
             res.promotable = False
             res.reason = (res.reason + "; " if res.reason else "") + (

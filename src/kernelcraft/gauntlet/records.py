@@ -47,6 +47,9 @@ class WorkloadResult(_Record):
     best_peer: str | None = None
     best_peer_latency_ms: float | None = None
     speedup_vs_best_peer: float | None = None
+    # why speedup_vs_best_peer decides nothing here (bimodal timing samples: kernelcraft.measure.stability);
+    # "" when it decides, None when not assessed (no best peer, or a record older than this field)
+    unsettled: str | None = None
 
 
 class SolutionResult(_Record):
@@ -57,6 +60,7 @@ class SolutionResult(_Record):
     reason: str = ""
     speedup_vs_best_peer: float | None = None  # weighted geometric mean over workloads with a best peer
     best_peers: list[str] = Field(default_factory=list)  # the rows that were fastest at some workload
+    unsettled_workloads: int = 0  # workloads whose comparison with the best peer decides nothing (bimodal timing)
     peers_unavailable: list[str] = Field(default_factory=list)  # peer rows SKIPPED in this run, and why
     speedup_vs_baseline: float | None = None  # weighted geometric mean over timed workloads
     speedup_vs_reference: float | None = None

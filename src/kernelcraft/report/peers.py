@@ -89,6 +89,12 @@ class Headline:
     peers: list[str] = field(default_factory=list)  # labels of the rows that were fastest somewhere
     why: str = ""  # why there is no figure, in words
     workloads: list[WorkloadPeer] = field(default_factory=list)
+    unsettled: int = 0  # workloads where the comparison decides nothing (bimodal samples: measure/stability.py)
+
+    @property
+    def shown(self) -> str:
+        """``text``, with the count of unsettled workloads when there are any."""
+        return self.text + (f" ({self.unsettled} unsettled)" if self.unsettled and self.value is not None else "")
 
 
 def speed(x: float | None) -> str:
@@ -135,7 +141,24 @@ def headline(row, trusted: list | None) -> Headline:
         return Headline(None, NO_PEER, why=weak_note(trusted), workloads=wls)
     if value is None:
         return Headline(None, "-", peers, why="not timed against the peers (it failed or was not timed)", workloads=wls)
-    return Headline(value, speed(value), peers, workloads=wls)
+    return Headline(value, speed(value), peers, workloads=wls, unsettled=_unsettled(row, trusted))
+
+
+def _unsettled(row, trusted: list | None) -> int:
+    """How many of ``row``'s workloads the comparison decides nothing at: the record's own
+    ``unsettled`` where it has one, else worked out from the samples' quartiles (older records)."""
+    from kernelcraft.measure import stability
+
+    n = 0
+    for w in _get(row, "workloads") or []:
+        note = _get(w, "unsettled")
+        if note is None and trusted is not None and _get(w, "speedup_vs_best_peer") is not None:
+            uuid = _get(w, "uuid")
+            note = stability.unsettled(_get(row, "name"), _get(w, "timing"), _get(w, "latency_ms"), [
+                (_get(t, "name"), _get(tw, "timing")) for t in trusted for tw in _get(t, "workloads") or []
+                if _get(tw, "uuid") == uuid and _get(tw, "status") == "PASSED" and _get(tw, "latency_ms")])
+        n += bool(note)
+    return n
 
 
 def _weak_name(name: str) -> bool:

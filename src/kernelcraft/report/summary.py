@@ -99,7 +99,7 @@ def _record(p: Path, r: EvalReport) -> tuple[list[str], list[str]]:
           "|---|---|---|---|---|---|---|---|---|"]
     for s in candidates:
         h = heads[s.name]
-        L.append(f"| {s.name} | {s.status} | {s.gate or ''} | {h.text} | {_cell(', '.join(h.peers)) or '-'} | "
+        L.append(f"| {s.name} | {s.status} | {s.gate or ''} | {h.shown} | {_cell(', '.join(h.peers)) or '-'} | "
                  f"{_f(s.speedup_vs_baseline, '.2f')} | {_f(s.speedup_vs_reference, '.2f')} | {_best_sol(s)} | {_largest(s)} |")
     if not candidates:
         L.append("| (no candidate in this record) | | | | | | | | |")
@@ -125,7 +125,7 @@ def _record(p: Path, r: EvalReport) -> tuple[list[str], list[str]]:
         line = f"| {r.task} | `{p.name}` | (none passed) | - | - | - |"
     else:
         h = heads[best.name]
-        line = (f"| {r.task} | `{p.name}` | {best.name} | {h.text} | {_cell(', '.join(h.peers)) or '-'} | "
+        line = (f"| {r.task} | `{p.name}` | {best.name} | {h.shown} | {_cell(', '.join(h.peers)) or '-'} | "
                 f"{_f(best.speedup_vs_baseline, '.2f')} |")
     return L, [line]
 
@@ -145,7 +145,9 @@ def summary_markdown(paths: list[Path], command: str) -> str:
          "mean. A record whose only compiled row is the old harness's torch.compile (one dynamic-shape graph for",
          "every workload, the weakest a user could run) says \"no peer measured\" instead of a figure.",
          "Latencies are medians of the record's timing method; `sol` is the best fraction of the device's calibrated",
-         "speed of light over the solution's workloads (`-`: the record has none).", "",
+         "speed of light over the solution's workloads (`-`: the record has none). \"(N unsettled)\": at N workloads",
+         "the comparison decides nothing, because the candidate's timing samples, or a faster-looking trusted row's,",
+         "are bimodal (p75/p25 > 1.3: kernelcraft/measure/stability.py); the figure still counts them.", "",
          "| task | record | best candidate | x best peer | best peers | x baseline |", "|---|---|---|---|---|---|"]
     body: list[str] = []
     for p, r in records:

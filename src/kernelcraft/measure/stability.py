@@ -1,0 +1,57 @@
+"""When a comparison of two timed rows decides nothing: bimodal samples.
+
+A row's timing keeps its quartiles (``Timing.p25_ms``/``p75_ms``). Where they lie far apart, the samples
+come from two populations, a clean call and a disturbed one, and the median sits on whichever holds more
+than half of them; an identical run minutes later can land on the other. Measured: on one H100 (session 18,
+2026-12-06) 67 of 446 rows under 20 us had p75/p25 > 1.3 (none of 306 rows above 50 us), and rmsnorm's batch-1
+Liger row read 0.0048, 0.0129 and 0.0054 ms in three runs; the same harness on another H100 and on the H200
+had no such rows (``scripts/timing_spread.py`` counts them in any records).
+
+So a candidate's x best peer at a workload is *unsettled* when the candidate's own samples are bimodal, or when
+a trusted row's are and its 25th percentile lies below the candidate's median (that row's clean population may
+be faster than the candidate although its median says otherwise). Only rows with a median under ``SHORT_MS``
+count: that is where a few microseconds of disturbance split the samples (no row above 50 us was bimodal in
+those records), while a long row's spread is mostly its own work varying with the fresh inputs of each call
+(balanced_kmeans_step's iterations on the H200: p75/p25 up to 1.56 at 3-9 ms), which the median summarizes
+as it should. Unsettled workloads are recorded
+(``WorkloadResult.unsettled``), counted, kept out of promotion against a peer rule, and given no verdict by
+``benchmarks/peer_targets.py``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+
+SPREAD_MAX = 1.3  # p75/p25 above this: two populations of samples
+SHORT_MS = 0.05  # only rows whose median is below this are judged (see above)
+
+
+def spread(timing: Mapping | None) -> float | None:
+    """p75/p25 of a row's samples; None without quartiles."""
+    t = timing or {}
+    lo, hi = t.get("p25_ms"), t.get("p75_ms")
+    return hi / lo if lo and hi and lo > 0 else None
+
+
+def bimodal(timing: Mapping | None) -> bool:
+    """Two populations of samples in a short row (median under SHORT_MS)."""
+    x = spread(timing)
+    median = (timing or {}).get("median_ms")
+    return x is not None and x > SPREAD_MAX and median is not None and median < SHORT_MS
+
+
+def unsettled(name: str, timing: Mapping | None, latency_ms: float | None,
+              trusted: Iterable[tuple[str, Mapping | None]]) -> str:
+    """Why the candidate ``name`` (its ``timing`` and median ``latency_ms``) against the ``trusted`` rows
+    (name, timing) at one workload decides nothing, or "" when it decides."""
+    bad = []
+    if bimodal(timing):
+        bad.append((name, spread(timing)))
+    for tname, t in trusted:
+        p25 = (t or {}).get("p25_ms")
+        if bimodal(t) and latency_ms and p25 is not None and p25 < latency_ms:
+            bad.append((tname, spread(t)))
+    if not bad:
+        return ""
+    return ("bimodal timing (" + ", ".join(f"{n} p75/p25 {x:.2f}" for n, x in bad)
+            + f" > {SPREAD_MAX}): the comparison here decides nothing")

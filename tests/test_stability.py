@@ -1,0 +1,90 @@
+"""Bimodal timing samples leave a comparison unsettled (kernelcraft/measure/stability.py): the rule itself,
+what compare_with_peers records and withholds from promotion, and what `kernelcraft summary` shows for a
+record older than the field. Real rmsnorm task, rows built here with known quartiles. No GPU."""
+
+from __future__ import annotations
+
+import json
+
+from kernelcraft.gauntlet.evaluate import compare_with_peers
+from kernelcraft.gauntlet.records import SolutionResult, WorkloadResult
+from kernelcraft.measure import stability
+from kernelcraft.report import peers
+from kernelcraft.task import load_task
+
+from conftest import ROOT, kc
+
+TASK = load_task(ROOT / "tasks" / "rmsnorm")
+W1, W2 = (json.loads(line)["workload"] for line in (ROOT / "tasks" / "rmsnorm" / "workloads.jsonl").read_text().splitlines()[:2])
+
+
+def _timing(median: float, p25: float, p75: float) -> dict:
+    return {"median_ms": median, "p25_ms": p25, "p75_ms": p75, "min_ms": p25 * 0.95, "reps": 1000,
+            "method": "cuda-graph+events+l2flush"}
+
+
+def _row(name: str, role: str, ms: dict[str, tuple[float, float, float]], promotable: bool = False) -> SolutionResult:
+    wls = [WorkloadResult(uuid=w["uuid"], axes=w["axes"], status="PASSED", latency_ms=ms[w["uuid"]][0],
+                          timing=_timing(*ms[w["uuid"]])) for w in (W1, W2)]
+    return SolutionResult(name=name, status="PASSED", role=role, workloads=wls, promotable=promotable)
+
+
+def test_the_rule():
+    tight, wide = _timing(0.005, 0.0049, 0.0052), _timing(0.0129, 0.0050, 0.0130)
+    assert stability.spread(tight) == 0.0052 / 0.0049 and not stability.bimodal(tight) and stability.bimodal(wide)
+    assert stability.spread({}) is None and stability.spread(None) is None and not stability.bimodal(None)
+    # the candidate's own samples bimodal: unsettled whatever the peers did
+    assert "cand p75/p25 2.60 > 1.3" in stability.unsettled("cand", wide, 0.0129, [("peer:a", tight)])
+    # a bimodal trusted row whose fast population (p25 0.0050) is below the candidate's 0.0060: unsettled
+    assert "peer:liger p75/p25 2.60" in stability.unsettled("cand", tight | {"median_ms": 0.006}, 0.006, [("peer:liger", wide)])
+    # ... not when even its fast population is slower than the candidate, nor when every row is tight
+    assert stability.unsettled("cand", tight, 0.0045, [("peer:liger", wide)]) == ""
+    assert stability.unsettled("cand", tight, 0.005, [("peer:a", tight)]) == ""
+
+
+def test_compare_with_peers_records_it_and_withholds_promotion():
+    liger = _row("peer:liger", "peer", {W1["uuid"]: (0.0129, 0.0048, 0.0130), W2["uuid"]: (0.0060, 0.0059, 0.0061)})
+    fla = _row("peer:fla", "peer", {W1["uuid"]: (0.0070, 0.0069, 0.0071), W2["uuid"]: (0.0062, 0.0061, 0.0063)})
+    cand = _row("fast", "candidate", {W1["uuid"]: (0.0052, 0.0051, 0.0053), W2["uuid"]: (0.0050, 0.0049, 0.0051)},
+                promotable=True)
+    compare_with_peers(cand, [liger, fla], TASK)
+    w1, w2 = cand.workloads
+    # the median says 1.35x FLA at batch 1, but Liger's clean population (p25 0.0048) beats 0.0052 there
+    assert w1.best_peer == "peer:fla" and round(w1.speedup_vs_best_peer, 3) == round(0.0070 / 0.0052, 3)
+    assert "peer:liger p75/p25 2.71 > 1.3" in w1.unsettled and w2.unsettled == ""
+    assert cand.unsettled_workloads == 1 and cand.speedup_vs_best_peer > 1.0
+    # rmsnorm's contract asks to beat the best peer: not promotable on an unsettled comparison
+    assert TASK.contract.promotion.min_speedup_vs_best_peer == 1.0
+    assert not cand.promotable and "at 1 workload(s) the timing samples are bimodal" in cand.reason
+    # what an agent is told: the unsettled comparison is named, not tuned toward
+    from kernelcraft.agent.feedback import feedback_text
+
+    text = feedback_text(cand)
+    assert "UNSETTLED: bimodal timing (peer:liger" in text and "1 comparison(s) unsettled" in text
+    # the same rows with tight samples: promotable
+    liger.workloads[0].timing = _timing(0.0129, 0.0128, 0.0130)
+    again = _row("fast", "candidate", {W1["uuid"]: (0.0052, 0.0051, 0.0053), W2["uuid"]: (0.0050, 0.0049, 0.0051)},
+                 promotable=True)
+    compare_with_peers(again, [liger, fla], TASK)
+    assert again.unsettled_workloads == 0 and again.promotable and {w.unsettled for w in again.workloads} == {""}
+
+
+def test_summary_counts_it_in_a_record_older_than_the_field(tmp_path):
+    liger = _row("peer:liger", "peer", {W1["uuid"]: (0.0129, 0.0048, 0.0130), W2["uuid"]: (0.0060, 0.0059, 0.0061)})
+    cand = _row("fast", "candidate", {W1["uuid"]: (0.0052, 0.0051, 0.0053), W2["uuid"]: (0.0050, 0.0049, 0.0051)})
+    compare_with_peers(cand, [liger], TASK)
+    doc = {"task": TASK.definition.name, "task_dir": "tasks/rmsnorm", "device": "cuda",
+           "environment": {"hardware": "NVIDIA H100 80GB HBM3"}, "seed": 1, "timestamp": "2026-12-06T00:00:00+00:00",
+           "harness_version": "kernelcraft-gauntlet/0.6.1", "timing_version": "kc-timing/6",
+           "solutions": [json.loads(liger.model_dump_json()), json.loads(cand.model_dump_json())]}
+    for w in doc["solutions"][1]["workloads"]:
+        del w["unsettled"]  # as a record written before the field
+    h = peers.headline(doc["solutions"][1], doc["solutions"][:1])
+    assert h.unsettled == 1 and h.shown == f"{h.text} (1 unsettled)"
+    path = tmp_path / "rmsnorm.json"
+    path.write_text(json.dumps(doc))
+    out = tmp_path / "SUMMARY.md"
+    proc = kc("summary", path, "--out", out)
+    assert proc.returncode == 0, proc.stderr
+    text = out.read_text()
+    assert f"| fast | PASSED |  | {h.text} (1 unsettled) |" in text and "bimodal (p75/p25 > 1.3" in text
