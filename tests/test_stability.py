@@ -33,6 +33,9 @@ def test_the_rule():
     tight, wide = _timing(0.005, 0.0049, 0.0052), _timing(0.0129, 0.0050, 0.0130)
     assert stability.spread(tight) == 0.0052 / 0.0049 and not stability.bimodal(tight) and stability.bimodal(wide)
     assert stability.spread({}) is None and stability.spread(None) is None and not stability.bimodal(None)
+    # a CPU row (the interpreter, a shared CPU) and a long GPU row are not judged
+    assert not stability.bimodal(wide | {"method": "cpu-wall"})
+    assert not stability.bimodal(_timing(0.2, 0.1, 0.2))
     # the candidate's own samples bimodal: unsettled whatever the peers did
     assert "cand p75/p25 2.60 > 1.3" in stability.unsettled("cand", wide, 0.0129, [("peer:a", tight)])
     # a bimodal trusted row whose fast population (p25 0.0050) is below the candidate's 0.0060: unsettled

@@ -34,10 +34,14 @@ def spread(timing: Mapping | None) -> float | None:
 
 
 def bimodal(timing: Mapping | None) -> bool:
-    """Two populations of samples in a short row (median under SHORT_MS)."""
-    x = spread(timing)
-    median = (timing or {}).get("median_ms")
-    return x is not None and x > SPREAD_MAX and median is not None and median < SHORT_MS
+    """Two populations of samples in a short GPU row (median under SHORT_MS, a CUDA timing method). A CPU
+    row (``cpu-wall``, the Triton interpreter) is not judged: its spread is the shared CPU's, and it is never
+    a performance claim."""
+    t = timing or {}
+    x = spread(t)
+    median = t.get("median_ms")
+    return (x is not None and x > SPREAD_MAX and median is not None and median < SHORT_MS
+            and str(t.get("method", "")).startswith("cuda"))
 
 
 def unsettled(name: str, timing: Mapping | None, latency_ms: float | None,
