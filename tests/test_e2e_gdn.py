@@ -18,7 +18,8 @@ from e2e_support import logits as _logits
 pytest.importorskip("transformers", reason="transformers is a test dependency (pip install -e '.[test]')")
 pytest.importorskip("transformers.models.qwen3_next", reason="this transformers has no Qwen3-Next")
 
-INTERPRETED = ("test_fullgraph_compile_of_the_gdn_decode_step", "test_e2e_run_with_the_gdn_kernels")
+INTERPRETED = ("test_fullgraph_compile_of_the_gdn_decode_step", "test_e2e_run_with_the_gdn_kernels",
+               "test_a_peer_function_the_step_never_calls_fails_loudly")
 KERNELS = {"gdn_prefill": "triton_chunk", "gdn_decode": "triton_decode"}
 _CACHE: dict = {}
 
@@ -114,9 +115,10 @@ def test_e2e_run_with_the_gdn_kernels(request, under_interpreter):
 
     pkgs = request.getfixturevalue("pkgs")
     # the peer rows' plumbing with a stand-in for FLA (not installed here): transformers' torch functions,
-    # called as the model calls FLA's
+    # called as the model calls FLA's, each call counted (the function itself, not the region's counter)
     mp = request.getfixturevalue("monkeypatch")
-    mp.setattr(G, "fla_functions", lambda: {k: G.model_function(Q.Qwen3NextGatedDeltaNet, k, "torch") for k in G.KINDS})
+    called = dict.fromkeys(G.KINDS, 0)
+    mp.setattr(G, "fla_functions", lambda: {k: _counting(Q, k, called) for k in G.KINDS})
     rec = run_e2e(list(pkgs.values()), E2EOptions(model="qwen3-next-gdn-tiny", batch=2, seq=8, compile=False,
                                                   budget_ms=1, reps=1, profile_iters=1, peers=("fla",)))
     json.dumps(rec)
@@ -135,6 +137,52 @@ def test_e2e_run_with_the_gdn_kernels(request, under_interpreter):
         assert {"eager", "eager+kernels", "eager+fla"} <= set(ph["latency_ms"])
         assert ph["peers"]["fla"]["max_abs_logit_diff"] == 0  # the stand-in is the stock function itself
         assert ph["peers"]["fla"]["region_calls"] == {kind: 3}, ph["peers"]  # and the peer's regions took it
+    # the stand-in itself ran: 3 calls per step of its phase (the correctness step and the timed eager+fla rows)
+    assert all(n >= 3 and n % 3 == 0 for n in called.values()), called
+
+
+def _counting(Q, kind, called):
+    """transformers' torch function for ``kind``, counting its calls in ``called``."""
+    from kernelcraft.e2e import gdn as G
+
+    fn = G.model_function(Q.Qwen3NextGatedDeltaNet, kind, "torch")
+
+    def peer(query, key, value, **kw):
+        called[kind] += 1
+        return fn(query, key, value, **kw)
+
+    return peer
+
+
+def test_a_peer_function_the_step_never_calls_fails_loudly(request, under_interpreter):
+    """A peer row must come from the peer's function: when the step never reaches it (here the peer's patch
+    leaves stock regions, as a forward calling the rule by another route would), run_e2e stops naming the peer,
+    the kind and the phase instead of recording a row that is the stock model's (the old record's FLA decode
+    rows equalled the stock rows exactly, with nothing counting whether FLA ran)."""
+    if ran_in_the_interpreter(request, under_interpreter):
+        return
+    from transformers.models.qwen3_next import modeling_qwen3_next as Q
+
+    from kernelcraft.e2e import gdn as G
+    from kernelcraft.e2e.run import E2EError, E2EOptions, run_e2e
+
+    pkgs = request.getfixturevalue("pkgs")
+    mp = request.getfixturevalue("monkeypatch")
+    called = dict.fromkeys(G.KINDS, 0)
+    mp.setattr(G, "fla_functions", lambda: {k: _counting(Q, k, called) for k in G.KINDS})
+    real = G.patch_layers
+
+    def unreached(model, ops, stock=(), which="model", op_interface="task"):
+        if op_interface == "model":  # the peer's patch: stock regions where the peer's function should be
+            return real(model, {}, tuple(ops), which)
+        return real(model, ops, stock, which, op_interface)
+
+    mp.setattr(G, "patch_layers", unreached)
+    with pytest.raises(E2EError, match=r"--peer fla: its function for gdn_decode was never called by 3 of 3 regions "
+                                       r"in the decode step"):
+        run_e2e([pkgs["gdn_decode"]], E2EOptions(model="qwen3-next-gdn-tiny", batch=2, seq=8, phases=("decode",),
+                                                 compile=False, budget_ms=1, reps=1, profile_iters=1, peers=("fla",)))
+    assert called == dict.fromkeys(G.KINDS, 0)  # (placed as run_e2e places it: test_e2e_run_with_the_gdn_kernels)
 
 
 def _forward_source() -> str:

@@ -308,9 +308,19 @@ def _run(pkg_list: list, opts: E2EOptions) -> dict:
                 for r in peer_regions:
                     r.calls = 0
                 got_p = step(pm, phase)().float()
+                # every peer region of the phase's kinds must have taken the peer's function: a region the step
+                # never reached leaves the stock function in its place, and the row would be the stock model's
+                missed = sorted({r.kind for r in peer_regions if r.kind in pkgs and r.calls == 0})
+                if missed:
+                    raise E2EError(
+                        f"--peer {peer}: its function for {', '.join(missed)} was never called by "
+                        f"{sum(r.calls == 0 for r in peer_regions if r.kind in missed)} of "
+                        f"{sum(r.kind in missed for r in peer_regions)} regions in the {phase} step (region calls "
+                        f"{[(r.kind, r.calls) for r in peer_regions if r.kind in pkgs]}): its row would be the stock "
+                        "model's, not the peer's")
                 err_p = (got_p - ref.float()).abs()
                 ph.setdefault("peers", {})[peer] = {
-                    # the peer's rule calls that took its function (0: the step never reached it)
+                    # the peer's rule calls that took its function (each region at least once, checked above)
                     "region_calls": {k: sum(r.calls for r in peer_regions if r.kind == k) for k in pkgs
                                      if k in R.G.KINDS},
                     "max_abs_logit_diff": err_p.max().item(), "mean_abs_logit_diff": err_p.mean().item(),
