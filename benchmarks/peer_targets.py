@@ -162,9 +162,7 @@ def unstable_note(cand_w: dict | None, cand_name: str, rows: list[dict], uuid: s
     """Why the comparison at this workload decides nothing, or "" (kernelcraft.measure.stability.unsettled:
     the candidate's samples bimodal, or a trusted row's while its 25th percentile is below the candidate's
     median). Read from the samples' quartiles, so records made before ``WorkloadResult.unsettled`` get it too."""
-    trusted = [(r["name"], w.get("timing")) for r in rows for w in r.get("workloads") or []
-               if w["uuid"] == uuid and _timed(w)]
-    return stability.unsettled(cand_name, (cand_w or {}).get("timing"), (cand_w or {}).get("latency_ms"), trusted)
+    return stability.unsettled_at(cand_name, cand_w or {"uuid": uuid}, rows)
 
 
 def _target(applies: bool, ratio: float | None, need: float, strict: bool, unstable: str = "") -> dict | None:

@@ -23,7 +23,7 @@ from kernelcraft.gauntlet.records import EvalReport, SolutionResult, WorkloadRes
 from kernelcraft.gauntlet.static import allowed_groups, check_static
 from kernelcraft.measure.calibrate import Calibration
 from kernelcraft.measure.environment import environment
-from kernelcraft.measure.stability import SPREAD_MAX, unsettled
+from kernelcraft.measure.stability import SPREAD_MAX, unsettled_at
 from kernelcraft.measure.timing import TIMING_VERSION
 from kernelcraft.solution.model import BuildSpec, Solution, SourceFile, pack_python_file
 from kernelcraft.task.loader import Task
@@ -536,9 +536,7 @@ def compare_with_peers(res: SolutionResult, earlier: list[SolutionResult], task:
             w.speedup_vs_best_peer = w.best_peer_latency_ms / w.latency_ms
             speedups.append(w.speedup_vs_best_peer)
             weights.append(task.contract.weight(w.uuid))
-            w.unsettled = unsettled(res.name, w.timing, w.latency_ms, [
-                (r.name, tw.timing) for r in trusted for tw in r.workloads
-                if tw.uuid == w.uuid and tw.status == "PASSED" and tw.latency_ms])
+            w.unsettled = unsettled_at(res.name, w, trusted)
     res.unsettled_workloads = sum(bool(w.unsettled) for w in res.workloads)
     res.speedup_vs_best_peer = weighted_geomean(speedups, weights)
     res.best_peers = sorted({w.best_peer for w in res.workloads if w.best_peer})

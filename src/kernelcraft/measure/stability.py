@@ -59,3 +59,16 @@ def unsettled(name: str, timing: Mapping | None, latency_ms: float | None,
         return ""
     return ("bimodal timing (" + ", ".join(f"{n} p75/p25 {x:.2f}" for n, x in bad)
             + f" > {SPREAD_MAX}): the comparison here decides nothing")
+
+
+def _get(obj, key: str):
+    return obj.get(key) if isinstance(obj, Mapping) else getattr(obj, key, None)
+
+
+def unsettled_at(name: str, workload, trusted_rows: Iterable) -> str:
+    """:func:`unsettled` for the candidate ``name``'s ``workload`` against every trusted row's PASSED, timed
+    result at the same workload. Rows and workloads may be records' dicts or their pydantic models."""
+    uuid = _get(workload, "uuid")
+    return unsettled(name, _get(workload, "timing"), _get(workload, "latency_ms"), [
+        (_get(r, "name"), _get(w, "timing")) for r in trusted_rows for w in _get(r, "workloads") or []
+        if _get(w, "uuid") == uuid and _get(w, "status") == "PASSED" and _get(w, "latency_ms")])

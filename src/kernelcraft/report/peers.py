@@ -153,10 +153,7 @@ def _unsettled(row, trusted: list | None) -> int:
     for w in _get(row, "workloads") or []:
         note = _get(w, "unsettled")
         if note is None and trusted is not None and _get(w, "speedup_vs_best_peer") is not None:
-            uuid = _get(w, "uuid")
-            note = stability.unsettled(_get(row, "name"), _get(w, "timing"), _get(w, "latency_ms"), [
-                (_get(t, "name"), _get(tw, "timing")) for t in trusted for tw in _get(t, "workloads") or []
-                if _get(tw, "uuid") == uuid and _get(tw, "status") == "PASSED" and _get(tw, "latency_ms")])
+            note = stability.unsettled_at(_get(row, "name"), w, trusted)
         n += bool(note)
     return n
 
