@@ -24,8 +24,9 @@ nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv 
 echo "KERNELCRAFT_TIMING_BLOCK=${KERNELCRAFT_TIMING_BLOCK:-0}" | tee "$OUT/timing_block.txt"
 V=/tmp/s19v; rm -rf $V; mkdir -p $V/rope $V/gelu
 python3 scripts/config_variants.py tasks/rope/candidates/triton_heads.py $V/rope '{"PIN_LOADS": false}' '{"HEADS_PER_PROG": 8}' > "$OUT/variants.txt"
-# session 18's pick, the file its record judged (source hash in results/h100/gelu_tanh_mul.json)
-cp results/h100/catalog-2026-12-06-s18/call2/picked/gelu_tanh_mul/triton_stream_v3.py $V/gelu/
+# session 18's pick, named as its record names it (the same file: results/h100/catalog-2026-12-06-s18/judged_sources.json)
+python3 scripts/config_variants.py tasks/gelu_tanh_mul/candidates/triton_stream.py $V/gelu '{"FAST_MATH": false}' >> "$OUT/variants.txt"
+mv $V/gelu/triton_stream_v0.py $V/gelu/triton_stream_v3.py
 declare -A SOLS=(
   [rope]="tasks/rope/solutions/triton_tokens.py tasks/rope/candidates/triton_heads.py $V/rope/triton_heads_v0.py $V/rope/triton_heads_v1.py"
   [topk]="tasks/topk/solutions/triton_groupmax_filter.py $(ls tasks/topk/candidates/triton_bigk.py 2>/dev/null)"
