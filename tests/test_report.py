@@ -195,10 +195,8 @@ def _summary_row(rec: dict, s: dict) -> str:
         from kernelcraft.measure import stability
 
         trusted = [t for t in rec["solutions"] if _role(t) != "candidate"]
-        n = sum(bool(stability.unsettled(s["name"], w.get("timing"), w.get("latency_ms"), [
-            (t["name"], tw.get("timing")) for t in trusted for tw in t.get("workloads") or []
-            if tw["uuid"] == w["uuid"] and tw["status"] == "PASSED" and tw.get("latency_ms")]))
-            for w in s.get("workloads") or [] if w.get("speedup_vs_best_peer") is not None)
+        n = sum(bool(stability.unsettled_at(s["name"], w, trusted))
+                for w in s.get("workloads") or [] if w.get("speedup_vs_best_peer") is not None)
         head += f" ({n} unsettled)" if n else ""
     return f"| {s['name']} | {s['status']} | {s['gate'] or ''} | {head} | "
 
