@@ -36,6 +36,23 @@ ALLOWED_OPS = frozenset(f"aten::{n}" for n in (
     "_conj", "conj", "contiguous",
 ))
 
+# Ops of other libraries' namespaces that only answer a version or capability question: importing liger-kernel
+# pulls in torchvision and torchaudio, whose import-time checks call them (session 19: an A/A candidate made of
+# Liger's peer code was REJECTED [torch-compute] for these alone). Not recorded when a call takes and returns no
+# tensor; a candidate that registers an op of the same name with a tensor in its signature is recorded as usual.
+QUERY_OPS = frozenset(("torchvision::_cuda_version", "_torchaudio::cuda_version", "_torchaudio::is_align_available"))
+
+
+def _holds_tensor(x: Any) -> bool:
+    if isinstance(x, torch.Tensor):
+        return True
+    if isinstance(x, (list, tuple)):
+        return any(_holds_tensor(v) for v in x)
+    if isinstance(x, dict):
+        return any(_holds_tensor(v) for v in x.values())
+    return False
+
+
 launches = {"triton": 0}  # kernel launches seen by the hooks below, since the last reset
 
 
@@ -48,6 +65,11 @@ class OpAudit(TorchDispatchMode):
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         name = f"{func.namespace}::{func.overloadpacket.__name__}"
+        if name in QUERY_OPS:
+            out = func(*args, **(kwargs or {}))
+            if _holds_tensor((args, kwargs, out)):
+                self.ops[name] = self.ops.get(name, 0) + 1
+            return out
         self.ops[name] = self.ops.get(name, 0) + 1
         return func(*args, **(kwargs or {}))
 
