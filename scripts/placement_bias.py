@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import json
+import os
 import random
 
 import torch
@@ -31,9 +32,9 @@ def main() -> None:
     ap.add_argument("solution")
     ap.add_argument("--batches", default="1,16,128,4096")
     ap.add_argument("--budget-ms", type=float, default=100.0)
+    ap.add_argument("--orders", default="cyclic,shuffled", help="KERNELCRAFT_TIMING_ORDER values, each in turn")
     ap.add_argument("--out")
     a = ap.parse_args()
-    from kernelcraft.measure.timing import time_interleaved
 
     spec = importlib.util.spec_from_file_location("kc_placement_solution", a.solution)
     mod = importlib.util.module_from_spec(spec)
@@ -51,18 +52,27 @@ def main() -> None:
             fns[f"copy{i}"] = lambda x=x, w=w: run(x, w, 1e-6)
         for i in range(4):
             fns[f"same{i}"] = lambda base=base, w=w: run(base, w, 1e-6)
-        t = time_interleaved(fns, "cuda", budget_ms=a.budget_ms, min_reps=50, max_reps=2000)
-        for n, tm in t.items():
-            row = {"batch": b, "row": n, "median_us": tm.median_ms * 1e3, "ci_us": [tm.ci_low_ms * 1e3, tm.ci_high_ms * 1e3],
-                   "p25_us": tm.p25_ms * 1e3, "p75_us": tm.p75_ms * 1e3, "reps": tm.reps, "method": tm.method}
-            out["rows"].append(row)
-            print(f"batch {b:6d} {n:6s} median {row['median_us']:7.2f} us  ci [{row['ci_us'][0]:.2f}, {row['ci_us'][1]:.2f}]"
-                  f"  p25 {row['p25_us']:.2f} p75 {row['p75_us']:.2f}  reps {tm.reps}  {tm.method}", flush=True)
-        meds = [t[n].median_ms * 1e3 for n in t if n.startswith("copy")]
-        print(f"batch {b:6d} copies: median spread {max(meds) - min(meds):.2f} us ({min(meds):.2f}-{max(meds):.2f})", flush=True)
+        for order in a.orders.split(","):
+            os.environ["KERNELCRAFT_TIMING_ORDER"] = order
+            one(b, order, fns, a, out)
     if a.out:
         with open(a.out, "w") as f:
             json.dump(out, f, indent=1)
+
+
+def one(b, order, fns, a, out) -> None:
+    from kernelcraft.measure.timing import time_interleaved
+
+    t = time_interleaved(fns, "cuda", budget_ms=a.budget_ms, min_reps=50, max_reps=2000)
+    for n, tm in t.items():
+        row = {"batch": b, "order": order, "row": n, "median_us": tm.median_ms * 1e3, "ci_us": [tm.ci_low_ms * 1e3, tm.ci_high_ms * 1e3],
+               "p25_us": tm.p25_ms * 1e3, "p75_us": tm.p75_ms * 1e3, "reps": tm.reps, "method": tm.method}
+        out["rows"].append(row)
+        print(f"{order:8s} batch {b:6d} {n:6s} median {row['median_us']:7.2f} us  ci [{row['ci_us'][0]:.2f}, {row['ci_us'][1]:.2f}]"
+              f"  p25 {row['p25_us']:.2f} p75 {row['p75_us']:.2f}  reps {tm.reps}  {tm.method}", flush=True)
+    meds = [t[n].median_ms * 1e3 for n in t if n.startswith("copy")]
+    print(f"{order:8s} batch {b:6d} copies: median spread {max(meds) - min(meds):.2f} us ({min(meds):.2f}-{max(meds):.2f})"
+          f"; copy0 (after the no-op in a cyclic rotation) {t['copy0'].median_ms * 1e3:.2f}", flush=True)
 
 
 if __name__ == "__main__":

@@ -1,8 +1,8 @@
 """The one timer. Its version is named in every result; change the method, bump the version.
 
 ``kc-timing/3``. Functions of the same inputs (candidate, baseline, reference) are timed A/B
-interleaved: every repetition runs each function once, the order rotated every repetition so
-neither side always runs first.
+interleaved: every repetition runs each function once, in an order drawn afresh every repetition
+(kc-timing/7; rotated before, which kept each row's neighbours: ``KERNELCRAFT_TIMING_ORDER=cyclic``).
 
 - CUDA, per call: ``synchronize -> reset persisting L2 lines -> read a buffer of 2 x L2 (evicts
   the L2 and leaves it clean) -> record start -> fn() -> record end -> synchronize the whole device -> record
@@ -47,6 +47,7 @@ from __future__ import annotations
 
 import math
 import os
+import random
 import statistics
 import time
 from collections.abc import Callable, Collection
@@ -54,7 +55,8 @@ from dataclasses import asdict, dataclass
 
 import torch
 
-TIMING_VERSION = "kc-timing/6"  # kc-timing/5 + the judge's reference row brief (min_reps, outside the stopping rule)
+TIMING_VERSION = "kc-timing/7"  # kc-timing/6 + a fresh order of the rows every repetition (was a rotation)
+# kc-timing/6: kc-timing/5 + the judge's reference row brief (min_reps, outside the stopping rule)
 # kc-timing/5: kc-timing/4 + the flush a float32 read (~35 us, was ~170 us) + a CI of one clock tick converges
 WALL_FACTOR = 3.0
 NOOP = "__noop__"
@@ -147,6 +149,22 @@ def _summary(samples: list[float], method: str) -> Timing:
     q = statistics.quantiles(s, n=4) if len(s) >= 2 else [s[0], s[0], s[0]]
     lo, hi = median_ci(s)
     return Timing(statistics.median(s), q[0], q[2], s[0], len(s), method, lo, hi)
+
+
+ORDER_ENV = "KERNELCRAFT_TIMING_ORDER"  # "shuffled" (default): each repetition's order drawn afresh; "cyclic": rotated
+ORDER_SEED = 0x6B63  # the draws are the same in every run: two runs of one rotation time the rows in one order
+
+
+def order_default() -> str:
+    """How the rows of a rotation take turns. A cyclic rotation (kc-timing/6 and before) moves the start every
+    repetition but keeps the cycle, so each row always follows the same neighbour: on session 19's H200
+    (scripts/placement_bias.py, 12 copies of one kernel in one rotation) the row right after the no-op was the
+    slowest of twelve at 1, 16 and 128 rows (by 0.2-0.9 us at ~5 us). A fresh order every repetition gives every
+    row every neighbour."""
+    v = os.environ.get(ORDER_ENV, "shuffled")
+    if v not in ("shuffled", "cyclic"):
+        raise ValueError(f"{ORDER_ENV}={v!r}: use 'shuffled' (the default) or 'cyclic'")
+    return v
 
 
 BLOCK_ENV = "KERNELCRAFT_TIMING_BLOCK"  # "1": hold the stream behind a spin kernel while a turn is enqueued
@@ -422,9 +440,16 @@ def time_interleaved(fns: dict[str, Callable[[], object]], device: str, budget_m
     ruled = [n for n in measured if n not in brief]
     wall_limit = _perf_counter() + WALL_FACTOR * budget_ms * len(ruled) / 1e3
     rep = 0
+    shuffle = order_default() == "shuffled"
+    rng = random.Random(ORDER_SEED)
     while rep < max_reps:
-        k = rep % len(order)
-        for n in order[k:] + order[:k]:
+        if shuffle:
+            turn = list(order)
+            rng.shuffle(turn)
+        else:
+            k = rep % len(order)
+            turn = order[k:] + order[:k]
+        for n in turn:
             if n in brief and rep >= min_reps:
                 continue
             if n in remote:
