@@ -14,10 +14,12 @@ each target of issue 21 holds there:
 - a decode workload (<= 64 rows: the first axis of the definition's first tensor input): ratio > 1;
 - over the catalog: the geometric mean of the records' x best peer >= 1.10.
 
-No verdict where the timing cannot give one: when the candidate's or the best peer's samples at a workload
-are bimodal (p75/p25 above ``SPREAD_MAX``), the median sits on either population and a second identical run
-can land on the other, so that workload's target says "no verdict (bimodal timing)" instead of holds or
-missed, and is counted apart (scripts/timing_spread.py shows the spread of every row).
+No verdict where the timing cannot give one (kernelcraft/measure/stability.py): when the candidate's or the best
+peer's samples at a workload are bimodal (p75/p25 above ``SPREAD_MAX``), the median sits on either population and
+a second identical run can land on the other; and when two short rows (under 50 us) differ by less than
+``PLACEMENT_MS`` (0.4 us), the spread of one kernel's medians at other addresses. That workload's target says
+"no verdict (unsettled timing)" instead of holds or missed, and is counted apart (scripts/timing_spread.py shows
+the spread of every row).
 
 Bytes: from the workload if the record states them (``bytes``/``nbytes``), else the task's own
 speed-of-light model, ``Task.roofline`` (the contract's ``[roofline] bytes`` or every input read and
@@ -283,7 +285,7 @@ def _mark(t: dict | None, label: str) -> str:
     if t is None:
         return ""
     if t.get("unstable"):
-        return f"{label}:NO-VERDICT(bimodal)"
+        return f"{label}:NO-VERDICT(unsettled)"
     if t["holds"] is None:
         return f"{label}:?"
     return f"{label}:ok" if t["holds"] else f"{label}:MISS(-{t['cut_needed_pct']:.1f}%)"
@@ -308,13 +310,14 @@ def table(results: list[dict], cat: dict) -> str:
         n = len(r.get("targets_missed") or [])
         u = len(r.get("targets_unstable") or [])
         out.append(f"{r['task']}: {r['candidate']} x best peer {g} (record: {_f(r.get('recorded_geomean'), '.3f')}); "
-                   f"{n} workload target(s) missed" + (f", {u} without a verdict (bimodal timing)" if u else "")
+                   f"{n} workload target(s) missed" + (f", {u} without a verdict (unsettled timing)" if u else "")
                    + (f"; peers unavailable: {len(r['peers_unavailable'])}" if r["peers_unavailable"] else ""))
     verdict = "-" if cat["holds"] is None else ("holds" if cat["holds"] else "MISSED")
     out.append(f"catalog geomean over {len(cat['tasks'])} task(s): {_f(cat['geomean'], '.3f')}x "
                f"(target >= {CATALOG_MIN_GEOMEAN:.2f}x: {verdict}); workload targets missed "
                f"{cat['workload_targets_missed']} of {cat['workload_targets_checked']}"
-               + (f", {cat['workload_targets_unstable']} without a verdict (bimodal timing, p75/p25 > {SPREAD_MAX})"
+               + (f", {cat['workload_targets_unstable']} without a verdict (unsettled timing: p75/p25 > {SPREAD_MAX} "
+                  f"or a short-row gap under {stability.PLACEMENT_MS * 1e3:.1f} us)"
                   if cat["workload_targets_unstable"] else ""))
     return "\n".join(out)
 
@@ -333,7 +336,7 @@ def markdown(r: dict) -> str:
         for key, label in (("large", ">= 64 MB: within 2%"), ("decode", "<= 64 rows: ahead")):
             t = w["targets"][key]
             if t is not None:
-                marks.append(f"{label}: " + ("no verdict (bimodal timing)" if t.get("unstable") else
+                marks.append(f"{label}: " + ("no verdict (unsettled timing)" if t.get("unstable") else
                                              "?" if t["holds"] is None else "holds" if t["holds"] else
                                              f"**missed** (needs {'>' if t['strict'] else '>='} {t['cut_needed_pct']:.1f}% less time)"))
         mb = "-" if w["mb"] is None else f"{w['mb']:.1f}" if w["mb"] >= 10 else f"{w['mb']:.3g}"

@@ -144,7 +144,7 @@ def test_bimodal_samples_give_no_verdict_and_are_counted_apart():
     assert [u["target"] for u in s["targets_unstable"]] == ["decode"] and "slow p75/p25 1.88" in s["workloads"][0]["unstable"]
     cat = pt.catalog([s])
     assert (cat["workload_targets_missed"], cat["workload_targets_unstable"]) == (1, 1)
-    assert "no verdict (bimodal timing)" in pt.markdown(s) and "NO-VERDICT(bimodal)" in pt.table([s], cat)
+    assert "no verdict (unsettled timing)" in pt.markdown(s) and "NO-VERDICT(unsettled)" in pt.table([s], cat)
 
 
 def test_old_record_without_peers_checks_nothing_and_is_left_out_of_the_mean():

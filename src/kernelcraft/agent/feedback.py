@@ -22,8 +22,9 @@ def feedback_text(res: SolutionResult, limit: int = 6000) -> str:
                 lines.append(f"  {axes}: {w.latency_ms:.4f} ms vs {w.best_peer} {w.best_peer_latency_ms:.4f} ms "
                              f"({w.speedup_vs_best_peer:.2f}x)" + (f" UNSETTLED: {w.unsettled}" if w.unsettled else ""))
         if res.unsettled_workloads:
-            lines.append(f"  ({res.unsettled_workloads} comparison(s) unsettled: bimodal timing samples; do not tune "
-                         "toward those figures, the next run may read them the other way)")
+            lines.append(f"  ({res.unsettled_workloads} comparison(s) unsettled: bimodal timing samples or a gap "
+                         "inside the placement noise; do not tune toward those figures, the next run may read them the "
+                         "other way)")
     if timed:
         lines.append("timings (ms, candidate vs baseline):")
         for w in timed:

@@ -23,7 +23,7 @@ from kernelcraft.gauntlet.records import EvalReport, SolutionResult, WorkloadRes
 from kernelcraft.gauntlet.static import allowed_groups, check_static
 from kernelcraft.measure.calibrate import Calibration
 from kernelcraft.measure.environment import environment
-from kernelcraft.measure.stability import SPREAD_MAX, unsettled_at
+from kernelcraft.measure.stability import PLACEMENT_MS, SPREAD_MAX, unsettled_at
 from kernelcraft.measure.timing import TIMING_VERSION
 from kernelcraft.solution.model import BuildSpec, Solution, SourceFile, pack_python_file
 from kernelcraft.task.loader import Task
@@ -554,8 +554,9 @@ def compare_with_peers(res: SolutionResult, earlier: list[SolutionResult], task:
             res.promotable = False
             res.reason = (res.reason + "; " if res.reason else "") + (
                 f"not promotable: the contract asks to beat the best peer, and at {res.unsettled_workloads} "
-                "workload(s) the timing samples are bimodal (p75/p25 > "
-                f"{SPREAD_MAX}), so the comparison decides nothing there: run the eval again")
+                "workload(s) the timing cannot rank them (bimodal samples, p75/p25 > "
+                f"{SPREAD_MAX}, or a gap under the placement noise of {PLACEMENT_MS * 1e3:.1f} us: measure/stability.py), so "
+                "the comparison decides nothing there")
         elif res.speedup_vs_best_peer is None or res.speedup_vs_best_peer < need:
             res.promotable = False
             res.reason = (res.reason + "; " if res.reason else "") + (

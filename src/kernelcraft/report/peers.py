@@ -89,7 +89,7 @@ class Headline:
     peers: list[str] = field(default_factory=list)  # labels of the rows that were fastest somewhere
     why: str = ""  # why there is no figure, in words
     workloads: list[WorkloadPeer] = field(default_factory=list)
-    unsettled: int = 0  # workloads where the comparison decides nothing (bimodal samples: measure/stability.py)
+    unsettled: int = 0  # workloads where the comparison decides nothing (measure/stability.py)
 
     @property
     def shown(self) -> str:

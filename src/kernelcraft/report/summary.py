@@ -147,7 +147,8 @@ def summary_markdown(paths: list[Path], command: str) -> str:
          "Latencies are medians of the record's timing method; `sol` is the best fraction of the device's calibrated",
          "speed of light over the solution's workloads (`-`: the record has none). \"(N unsettled)\": at N workloads",
          "the comparison decides nothing, because the candidate's timing samples, or a faster-looking trusted row's,",
-         "are bimodal (p75/p25 > 1.3: kernelcraft/measure/stability.py); the figure still counts them.", "",
+         "are bimodal (p75/p25 > 1.3), or two short rows differ by less than one kernel's medians at other addresses",
+         "do (0.4 us: kernelcraft/measure/stability.py); the figure still counts them.", "",
          "| task | record | best candidate | x best peer | best peers | x baseline |", "|---|---|---|---|---|---|"]
     body: list[str] = []
     for p, r in records:
