@@ -159,8 +159,9 @@ def order_default() -> str:
     """How the rows of a rotation take turns. A cyclic rotation (kc-timing/6 and before) moves the start every
     repetition but keeps the cycle, so each row always follows the same neighbour: on session 19's H200
     (scripts/placement_bias.py, 12 copies of one kernel in one rotation) the row right after the no-op was the
-    slowest of twelve at 1, 16 and 128 rows (by 0.2-0.9 us at ~5 us). A fresh order every repetition gives every
-    row every neighbour."""
+    slowest of twelve at 1, 16 and 128 rows (by 0.2-0.9 us at ~5 us); on the H100 after it, not (the copies
+    spread alike in either order). No row's neighbour should be a constant of the method: a fresh order every
+    repetition gives every row every neighbour."""
     v = os.environ.get(ORDER_ENV, "shuffled")
     if v not in ("shuffled", "cyclic"):
         raise ValueError(f"{ORDER_ENV}={v!r}: use 'shuffled' (the default) or 'cyclic'")
