@@ -6,7 +6,8 @@ solution can be read and re-run without a copy of every CONFIG variant in the tr
     PYTHONPATH=src python scripts/judged_sources.py <manifest> --out /tmp/judged   # and write the files there
 
 The manifest: {"definition": NAME, "rows": [{"record": PATH, "name": SOLUTION, "file": PATH, "commit": REV,
-"config": {...}}]}; each file is `git show REV:PATH` with its CONFIG updated as the tuner writes it
+"config": {...}, "record_commit": REV (optional: read the record as it was then, for a record since replaced by a
+newer run)}]}; each file is `git show REV:PATH` with its CONFIG updated as the tuner writes it
 (kernelcraft.agent.tuner.with_config), named SOLUTION.py. Exits 1 if any hash differs.
 """
 
@@ -37,9 +38,12 @@ def main() -> int:
                               check=True).stdout
         path = out / r["record"].split("/")[-2] / f"{r['name']}.py"
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(with_config(text, {**config_of(text), **r["config"]}))
+        # no config: the file as committed (with_config would rewrite an equal CONFIG on one line: another hash)
+        path.write_text(with_config(text, {**config_of(text), **r["config"]}) if r["config"] else text)
         got = load_solution(path, doc["definition"]).source_hash
-        want = {s["name"]: s.get("source_hash") for s in json.loads(Path(r["record"]).read_text())["solutions"]}
+        record = (subprocess.run(["git", "show", f"{r['record_commit']}:{r['record']}"], capture_output=True, text=True,
+                                 check=True).stdout if r.get("record_commit") else Path(r["record"]).read_text())
+        want = {s["name"]: s.get("source_hash") for s in json.loads(record)["solutions"]}
         ok = got == want.get(r["name"])
         bad += not ok
         print(f"{'ok  ' if ok else 'DIFF'} {r['record']} {r['name']} {got[:12]} {path}")
