@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SUPERSEDED by scripts/h200_s20_chain2.sh: the 46 MB half was refused (tree + carry over 64 MiB).
 # Session 19, chain call 2 of 3, within 30 s of call 1 (<= 200 s). carry:
 # [".whl-peers/halves/<libs-cu13>.part-00"] (46 MB: with the tree just under a call's 64 MiB)
 #   command: bash scripts/h200_s19_chain2.sh

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SUPERSEDED by scripts/h200_s20_chain4.sh: this one installs from .whl-peers/c3, which its call does not carry.
 # Session 19, chain call 3 of 3, within 30 s of call 2 (<= 560 s). carry:
 # [".whl-peers/halves/<libs-cu13>.part-01", ".whl-peers/halves/<libs-cu13>.sha256"]
 #   command: bash scripts/h200_s19_chain3.sh

@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Next session, chain call 2 of 4, within 30 s of scripts/h200_s19_chain1.sh (<= 200 s). carry:
+# [".whl-peers/parts/<libs-cu13>.part-00"]                    command: bash scripts/h200_s20_chain2.sh
+# Stashes the first of the three cutlass-cu13 parts in /tmp/whl-parts (session 19: half the wheel, 46 MB, plus the
+# ~20 MB tree was refused as over 64 MiB), then the harness question session 19 left open: is the candidate's
+# arena memory (cuMemCreate, runner/shared.py) slower than the caching allocator's at decode sizes?
+# (`scripts/placement_bias.py --arenas 4`: one kernel on 8 copies, 4 graphs on one copy and 4 arenas, one rotation.)
+set -u
+export PYTHONUNBUFFERED=1
+OUT=${OUT:-/tmp/out}; mkdir -p "$OUT" /tmp/whl-parts
+start=$(date +%s)
+cp .whl-peers/parts/*.part-00 /tmp/whl-parts/ && ls -la /tmp/whl-parts | tee "$OUT/stash.txt"
+[ -d /tmp/site/pydantic ] || echo "call 1's /tmp/site is missing: not the same machine"
+export PYTHONPATH=/tmp/site:$PWD/src KERNELCRAFT_CACHE=/tmp/kc_cache
+nvidia-smi --query-gpu=name,driver_version --format=csv | tee "$OUT/gpu.txt"
+timeout 150 python3 scripts/placement_bias.py tasks/rmsnorm/solutions/triton_rowwise.py --arenas 4 --orders shuffled \
+  --out "$OUT/placement_bias.json" 2>&1 | grep -E "spread|arenas|copy0 " | tee "$OUT/placement_bias.txt"
+echo "=== done in $(( $(date +%s) - start )) s"
+bash scripts/pack_out.sh
