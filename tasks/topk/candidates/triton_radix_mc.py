@@ -1,4 +1,82 @@
-"""Top-k per row in Triton: DOCSTRING PLACEHOLDER
+"""Top-k per row in Triton: the promoted group-maximum filter, with a large-k path built from four wide,
+shallow launches (no per-row sort of the threshold, no atomics, no loop over the row in one program).
+
+Dispatch (`run`):
+* k < BIGK_MIN, or k == 1, or next_pow2(vocab) <= SMALL_MAX: `_run_promoted`, a verbatim copy of
+  `solutions/triton_groupmax_filter.py`'s `run` and kernels (argmax / in-register sort / group-max
+  filter), which already leads every peer at k <= 50, k = 1 and the MoE shape.
+* k >= BIGK_MIN (256) on long rows: the multi-program path below.
+
+Nothing below has been measured on a GPU: the costs are estimates from bytes, grid sizes and
+dependency chains, and the register counts come from ptxas for sm_90 (Triton 3.9 on the CPU machine).
+
+Why not the 8-bit tl.histogram radix select. Triton lowers tl.histogram (HistogramOpToLLVM) to
+log2(bins) warp ballots per element plus, for each of the bins/32 bins a lane owns, an AND/XOR chain
+and a popcount: ~100 warp instructions per 32 elements at 256 bins, about 1.2 elements per SM cycle,
+~0.5 TB/s of bf16 on 132 SMs, so a histogram over the whole row is ALU-bound far below bandwidth. The
+high byte of the bf16 order key (sign + 7 exponent bits) is also too coarse for N(0, 1) logits: the
+bin holding the k-th value, [2, 8), holds 2.3% of the row (5.8k entries at vocab 256,000, 2.9k at
+128,256).
+
+The large-k path (the groups are g columns, g a power of two, G = cdiv(vocab, g) >= MC_GROUP_FACTOR * k,
+then widened up to MC_MIN_GROUP = 16 columns, one 32-byte sector, while G >= 2k):
+1. K1 `_mc_group_max` (grid rows x cdiv(G, R), R * g = MC_BLOCK1 = 8192 columns per program, 4 warps,
+   16 KB per program, 8 16-byte loads per thread in flight): every group's maximum order key, stored as
+   int16. The only full read of the logits: a handful of integer ops per element and one max.
+2. K2 `_mc_threshold` (grid rows): L = the k-th largest of the G group maxima, found by a radix-4
+   search (8 steps; the counts of maxima >= three trial values come from ONE int64 block reduction,
+   16-bit fields), then a block scan writes the ids of the groups whose maximum is >= L (at least k,
+   typically k + the ties at L), in column order. At least k groups have a maximum >= L, so at least
+   k entries are >= L: every top-k entry is >= L, and it lies in a listed group.
+3. K3 `_mc_gather` (grid rows x NP, NP = cdiv(MC_GCAP_FACTOR * k, GB), GB = MC_GATHER_BLOCK / g
+   groups per program): each program loads GB listed groups ([GB, g] tile of whole groups), keeps the
+   entries >= L and writes them, packed as key << 32 | column, into its own SC = MC_SC_FACTOR * GB slots
+   in column order (positions from two block scans, no atomics), and its count. Programs past the
+   list exit. Rows are walked in reverse (MC_REVERSE): the rows K1 read last are the likeliest still
+   in L2. Only about 1/(MC_GROUP_FACTOR) of the row is read here, in whole sectors.
+4. K4 `_mc_emit` (grid rows): the NP slot ranges laid end to end are the row's candidates in column
+   order (virtual index i); each becomes an int32 (signed key << 16 | 0xFFFF - i), the CAP =
+   next_pow2(MC_CAP_FACTOR * k) vector is sorted once (tl.sort, descending: key descending, column
+   ascending), and the first k are stored: the column reloaded from the candidate slot, the value
+   rebuilt from the key bits (the key is a bijection of the bf16 bit pattern, so values equal
+   logits.gather(indices) bit for bit).
+Expected candidates for i.i.d. logits: about -G ln(1 - k/G) (the k-th largest of G group maxima is a
+lower bound that about that many entries pass), plus about half the entries tied at L:
+~1.1k at k = 1024 (G = 8,016) and ~275 at k = 256 (G = 4,000).
+
+Per launch at the two large-k workloads (defaults; estimates, not measurements):
+| launch | 256 x 128,256, k = 1,024 (g = 16, G = 8,016) | 1,024 x 256,000, k = 256 (g = 64, G = 4,000) |
+|---|---|---|
+| K1 | 256 x 16 programs; reads 65.7 MB, writes 4.1 MB; one DRAM round trip each; ~23 us at ~3 TB/s | 1,024 x 32; reads 524 MB, writes 8.2 MB; ~175 us |
+| K2 | 256 programs, 16 warps; 16 KB from L2 each; 8 reductions + 1 scan; ~5-10 us | 1,024, 8 warps; 8 KB each; ~10-15 us (two waves at 4 CTAs/SM) |
+| K3 | 256 x 16 (about 8 live per row); ~1.03k groups x 32 B = 33 KB per row (8.5 MB, partly L2), ~1.1k x 8 B written; three dependent memory trips; ~3-5 us | 1,024 x 16 (about 8 live); ~260 groups x 128 B = 33 KB per row (34 MB, DRAM); ~10-15 us |
+| K4 | 256 programs, 8 warps; ~17 KB from L2 per row; a 2,048-key int32 sort (66 compare-exchange steps, 6 across warps); writes 2.6 MB; ~8-10 us | 1,024, 4 warps; 512-key sort; writes 2.6 MB; ~5 us |
+| total | ~45-55 us + three launch boundaries (FlashInfer, H100: 0.1745 ms) | ~0.21-0.23 ms (FlashInfer, H100: 0.989 ms) |
+The latency chain of every program is a few dependent memory trips plus, in K2 and K4, a fixed number
+of block reductions or sort steps; no program loops over a row with a reduction, a scan and an atomic
+per block (the promoted `_compact` does, 21-125 times per program at these shapes).
+
+Registers (ptxas sm_90 from Triton 3.9, no spills in any kernel), at 256 x 128,256 k = 1,024 /
+1,024 x 256,000 k = 256: K1 32 / 31, K2 63 (16 warps) / 64 (8 warps), K3 89 / 95, K4 90 (8 warps) /
+64 (4 warps).
+
+Determinism and ties: no atomics anywhere in this path. The candidate set (entries >= L) is a function
+of the row, the sort key is unique (key, column), so the output is the first k entries in (key
+descending, column ascending) order: the lowest columns win among ties, as in the promoted kernel, and
+two calls give the same result bit for bit.
+
+Overflow (heavy ties, e.g. constant rows): more than MC_GCAP_FACTOR * k listed groups (K2), more than SC
+entries in one K3 program, or more than CAP candidates in the row: K4 then runs an exact radix select
+over that row (the promoted `_radix_row` with this path's packing: two 256-bin histogram passes and a
+gather pass, slow but only for such rows, FALLBACK_BLOCK columns per step) into the slots [0, k) and
+sorts them with the same code. N(0, 1) rows never overflow at the workloads' shapes (CPU check).
+
+CONFIG: the promoted knobs, then BIGK_MIN, MC_GROUP_FACTOR (G >= this * k), MC_BLOCK1 (columns per K1
+program), MC_WARPS1, MC_MIN_GROUP (minimum group width), MC_THR_ELEMS (group maxima per K2 thread: its
+num_warps is GP / (32 * this), clamped to 4..16), MC_GCAP_FACTOR (listed groups before overflow, in k),
+MC_GATHER_BLOCK (columns per K3 program), MC_GATHER_WARPS, MC_SC_FACTOR (K3 slots per group),
+MC_CAP_FACTOR (K4 sort width = next_pow2(this * k)), MC_EMIT_WARPS (K4 warps when CAP > 512),
+MC_REVERSE, FALLBACK_BLOCK.
 """
 import torch
 import triton
@@ -16,7 +94,8 @@ TUNABLES = {
     "MC_GROUP_FACTOR": [4, 8, 16],
     "MC_BLOCK1": [4096, 8192, 16384],
     "MC_WARPS1": [4, 8],
-    "MC_THR_WARPS": [4, 8, 16],
+    "MC_MIN_GROUP": [1, 16, 32],
+    "MC_THR_ELEMS": [8, 16, 32],
     "MC_GCAP_FACTOR": [2, 3],
     "MC_GATHER_BLOCK": [2048, 4096, 8192],
     "MC_GATHER_WARPS": [4, 8],
@@ -28,9 +107,9 @@ TUNABLES = {
 }
 CONFIG = {"BLOCK": 2048, "NUM_WARPS": 4, "TARGET_PROGRAMS": 528, "SMALL_MAX": 2048, "ARGMAX_BLOCK": 4096,
           "GROUP_FACTOR": 2, "CAP_FACTOR": 2,
-          "BIGK_MIN": 256, "MC_GROUP_FACTOR": 8, "MC_BLOCK1": 8192, "MC_WARPS1": 4, "MC_THR_WARPS": 8,
-          "MC_GCAP_FACTOR": 2, "MC_GATHER_BLOCK": 4096, "MC_GATHER_WARPS": 4, "MC_SC_FACTOR": 2,
-          "MC_CAP_FACTOR": 2, "MC_EMIT_WARPS": 8, "MC_REVERSE": 1, "FALLBACK_BLOCK": 1024}
+          "BIGK_MIN": 256, "MC_GROUP_FACTOR": 8, "MC_BLOCK1": 8192, "MC_WARPS1": 4, "MC_MIN_GROUP": 16, "MC_THR_ELEMS": 16,
+          "MC_GCAP_FACTOR": 2, "MC_GATHER_BLOCK": 2048, "MC_GATHER_WARPS": 4, "MC_SC_FACTOR": 2,
+          "MC_CAP_FACTOR": 2, "MC_EMIT_WARPS": 8, "MC_REVERSE": 1, "FALLBACK_BLOCK": 512}
 MAX_CHUNKS = 64
 
 
@@ -278,21 +357,21 @@ def _mc_group_max(x_ptr, gmax_ptr, V, G, GPAD, g: tl.constexpr, R: tl.constexpr,
 
 @triton.jit
 def _mc_threshold(gmax_ptr, gsel_ptr, nsel_ptr, thr_ptr, ovf_ptr, G, GPAD, k, GCAP, GP: tl.constexpr):
-    # K2: L = the k-th largest group maximum (radix-4 search, three counts per block reduction),
-    # then the ids of the groups whose maximum is >= L, in column order
+    # K2: L = the k-th largest group maximum by a radix-4 search (8 steps; the counts of maxima >= three
+    # trial values in one int64 reduction, 16 bits each: G < 32768), then the ids of the groups whose
+    # maximum is >= L, in column order
     row = tl.program_id(0)
     i = tl.arange(0, GP)
     m = tl.load(gmax_ptr + row.to(tl.int64) * GPAD + i, mask=i < G, other=0).to(tl.int32)
     m = tl.where(i < G, m + 32768, -1)  # unsigned key; padding never counts
-    t = k * 0  # invariant: at least k maxima are >= t; nt of them
+    t = k * 0  # invariant: nt >= k maxima are >= t
     nt = G + t
     for s in tl.static_range(8):
         c1 = t | (1 << (14 - 2 * s))
         c2 = t | (2 << (14 - 2 * s))
         c3 = t | (3 << (14 - 2 * s))
-        both = ((m >= c1).to(tl.int64) + ((m >= c2).to(tl.int64) << 16)
-                + ((m >= c3).to(tl.int64) << 32))
-        tot = tl.sum(both, axis=0)  # fields < 2^16: G < 32768
+        tot = tl.sum((m >= c1).to(tl.int64) + ((m >= c2).to(tl.int64) << 16) + ((m >= c3).to(tl.int64) << 32),
+                     axis=0)
         n1 = (tot & 0xFFFF).to(tl.int32)
         n2 = ((tot >> 16) & 0xFFFF).to(tl.int32)
         n3 = (tot >> 32).to(tl.int32)
@@ -433,11 +512,15 @@ def _run_mc(logits, k):
     cfg = CONFIG
     values = torch.empty((n, k), dtype=logits.dtype, device=dev)
     indices = torch.empty((n, k), dtype=torch.int64, device=dev)
-    # groups: g a power of two with G = cdiv(v, g) >= MC_GROUP_FACTOR * k (g = 1 keeps every entry)
+    # groups: g a power of two with G = cdiv(v, g) >= MC_GROUP_FACTOR * k (g = 1 keeps every entry), then
+    # widened to MC_MIN_GROUP columns (K3 reads whole 32-byte sectors anyway) while G >= 2k
     g = 1
     while triton.cdiv(v, 2 * g) >= cfg["MC_GROUP_FACTOR"] * k:
         g *= 2
+    while g < cfg["MC_MIN_GROUP"] and triton.cdiv(v, 2 * g) >= 2 * k:
+        g *= 2
     G = triton.cdiv(v, g)
+    assert G < 32768, "K2 packs counts of up to G into 16-bit fields"
     gp = triton.next_power_of_2(G)
     W = min(g, cfg["MC_BLOCK1"])
     R = max(1, cfg["MC_BLOCK1"] // g)
@@ -456,7 +539,7 @@ def _run_mc(logits, k):
     _mc_group_max[(n, triton.cdiv(G, R))](logits, gmax, v, G, gp, g=g, R=R, W=W,
                                           num_warps=cfg["MC_WARPS1"])
     _mc_threshold[(n,)](gmax, gsel, nsel, thr, ovf, G, gp, k, gcap, GP=gp,
-                        num_warps=4 if gp <= 2048 else cfg["MC_THR_WARPS"])
+                        num_warps=min(16, max(4, gp // (32 * cfg["MC_THR_ELEMS"]))))
     _mc_gather[(n, NP)](logits, gsel, nsel, thr, ovf, cand, ccnt, n, v, gcap, sc, cstride, NP, g=g, GB=GB,
                         REVERSE=cfg["MC_REVERSE"], num_warps=cfg["MC_GATHER_WARPS"])
     _mc_emit[(n,)](logits, cand, ccnt, ovf, values, indices, v, k, sc, cstride, NP=NP, CAP=cap,
