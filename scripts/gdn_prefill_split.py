@@ -2,6 +2,11 @@
 chunk_gated_delta_rule (the task's peer, tasks/gdn_prefill/peers/fla.py), issue 23.
 
     PYTHONPATH=src python scripts/gdn_prefill_split.py --out /tmp/gdn_split.json   # on a GPU, FLA installed
+    PYTHONPATH=src python scripts/gdn_prefill_split.py --task kda_prefill --workloads 1ca0667f \
+        --solution tasks/kda_prefill/candidates/triton_intra3.py --solution /tmp/v/triton_intra4_v0.py
+
+``--task`` picks the task folder under tasks/ (gdn_prefill or kda_prefill: any task with a ``peers/fla.py``);
+``--solution`` (repeatable) the files to split beside the peer (default: the task's promoted triton_chunk).
 
 For each workload prefix (``--workloads``, default 8192 x 1, 1024 x 1, 4096 x 4, 4096 x 32): the task's
 own inputs (kernelcraft.task.inputs.make_inputs, seed 1), a few warm calls, then ``--calls`` calls of each
@@ -53,7 +58,10 @@ def split(fn, calls: int) -> dict:
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--workloads", default="32bd0dca,b5716bbf,72e2d95a,c3ecd709")
+    ap.add_argument("--task", default="gdn_prefill")
+    ap.add_argument("--solution", action="append", type=Path, default=[])
+    ap.add_argument("--workloads", default="32bd0dca,b5716bbf,72e2d95a,c3ecd709",
+                    help="uuid prefixes (the default is gdn_prefill's four)")
     ap.add_argument("--calls", type=int, default=20)
     ap.add_argument("--out", type=Path)
     args = ap.parse_args()
@@ -64,15 +72,25 @@ def main() -> None:
     from kernelcraft.task.loader import load_task
 
     torch.set_grad_enabled(False)
-    task = load_task(ROOT / "tasks/gdn_prefill")
-    ours = _load(ROOT / "tasks/gdn_prefill/solutions/triton_chunk.py", "kc_triton_chunk")
-    peer = _load(ROOT / "tasks/gdn_prefill/peers/fla.py", "kc_peer_fla")
-    result = {"gpu": torch.cuda.get_device_name(), "calls": args.calls, "workloads": {}}
+    task_dir = ROOT / "tasks" / args.task
+    task = load_task(task_dir)
+    files = args.solution or [task_dir / "solutions/triton_chunk.py"]
+    names = [f.stem if [g.stem for g in files].count(f.stem) == 1 else f"{f.stem}#{i}" for i, f in enumerate(files)]
+    ours = {n: _load(f, f"kc_split_{i}_{f.stem}") for i, (n, f) in enumerate(zip(names, files, strict=True))}
+    peer = _load(task_dir / "peers/fla.py", "kc_peer_fla")
+    result = {"gpu": torch.cuda.get_device_name(), "task": args.task, "calls": args.calls,
+              "solutions": {n: str(f) for n, f in zip(names, files, strict=True)}, "workloads": {}}
     for prefix in args.workloads.split(","):
-        w = next(x for x in task.workloads if x.uuid.startswith(prefix))
+        w = next((x for x in task.workloads if x.uuid.startswith(prefix)), None)
+        if w is None:
+            sys.exit(f"{task_dir}/workloads.jsonl: no workload uuid starts with {prefix!r} (--workloads)")
         inputs = make_inputs(task, w, 1, "cuda")
         entry = {"axes": w.axes}
-        entry["triton_chunk"] = split(lambda inputs=inputs: ours.run(*inputs), args.calls)
+        for name, mod in ours.items():
+            try:
+                entry[name] = split(lambda inputs=inputs, mod=mod: mod.run(*inputs), args.calls)
+            except Exception as e:  # noqa: BLE001 - a design that fails here is reported, the others still run
+                entry[name] = {"error": f"{type(e).__name__}: {str(e)[:300]}"}
         try:
             prepared = peer.prepare(*inputs)
             entry["fla"] = split(lambda prepared=prepared: peer.run(*prepared), args.calls)
@@ -81,7 +99,7 @@ def main() -> None:
         result["workloads"][prefix] = entry
         print(prefix, w.axes, json.dumps({k: v.get("total_us_per_call", v) for k, v in entry.items() if k != "axes"}),
               flush=True)
-        for impl in ("triton_chunk", "fla"):
+        for impl in (*ours, "fla"):
             for n, r in list(entry[impl].get("kernels", {}).items())[:8]:
                 print(f"  {impl:12s} {r['us_per_call']:9.2f} us x{r['launches_per_call']:.0f}  {n}")
     result["date"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
