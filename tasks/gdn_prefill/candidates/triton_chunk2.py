@@ -42,7 +42,7 @@ What changed:
 
 Registers and spills for sm_90 (Triton 3.9's ptxas, no GPU: `PYTHONPATH=src python scripts/triton_regs.py
 tasks/gdn_prefill <file> --axes total_seq_len=8192,num_seqs=1,len_cu_seqlens=2,num_q_heads=4,num_k_heads=4,
-num_v_heads=8,head_size=128` and likewise 4096 x 4, 4096 x 32; 2026-12-03):
+num_v_heads=8,head_size=128` and likewise 4096 x 4, 4096 x 32; 2026-12-06):
                   warps  registers  spills (st / ld bytes)  shared            blocks/SM by regs+smem
     triton_chunk
       _prep           8        255  708-772 / 720-784       96.3 KiB          1
@@ -61,7 +61,7 @@ tried (all 255 registers): full 16 x 128 tiles, no K loop: 200-240 B spilled; K 
 60-290 B; one loop for both Grams: 60-200 B; W / U after all of T: 150-260 B; unpipelined loops: 60-180
 B; capped at 168 (maxnreg): 640-1,200 B. Without the W / U products the kernel takes 132 registers.
 
-CPU check (Triton 3.9 interpreter, 2026-12-03; max |error| against the definition's float64 reference,
+CPU check (Triton 3.9 interpreter, 2026-12-06; max |error| against the definition's float64 reference,
 output / new_state; task shapes, 4 q/k and 8 value heads; empty sequences keep their state bit for bit):
     lengths (decay)                    triton_chunk       this, split         this, fused
     0, 3, 70                           9.0e-4 / 3.1e-3    9.0e-4 / 4.8e-3     9.0e-4 / 3.1e-3
