@@ -32,13 +32,14 @@ python3 scripts/config_variants.py tasks/kda_prefill/candidates/triton_intra4.py
 mv $V/kda/triton_intra4_v0.py $V/kda/triton_intra4_w8r128.py
 cp -r $V "$OUT/variants"
 t0=$(date +%s)
-timeout 150 python3 scripts/gdn_prefill_split.py --task gdn_prefill --solution tasks/gdn_prefill/solutions/triton_chunk.py \
+timeout $(( $(left) < 160 ? $(left) - 10 : 150 )) python3 scripts/gdn_prefill_split.py --task gdn_prefill --solution tasks/gdn_prefill/solutions/triton_chunk.py \
   --solution tasks/gdn_prefill/candidates/triton_chunk2.py --solution $V/gdn/triton_chunk2_fused.py --solution $V/gdn/triton_chunk2_w8.py \
   --workloads 32bd0dca,b5716bbf,72e2d95a,c3ecd709,d790aa8b --out "$OUT/gdn_split.json" 2>&1 \
   | grep -v "Warning\|warn(" | tee "$OUT/gdn_split.txt"
 echo "gdn split: $(( $(date +%s) - t0 )) s"
+[ "$(left)" -lt 100 ] && { echo "=== no time for the kda split ($(left) s left)"; bash scripts/pack_out.sh; exit 0; }
 t0=$(date +%s)
-timeout 150 python3 scripts/gdn_prefill_split.py --task kda_prefill --solution $V/kda/triton_intra3_p4s3.py \
+timeout $(( $(left) < 150 ? $(left) - 10 : 150 )) python3 scripts/gdn_prefill_split.py --task kda_prefill --solution $V/kda/triton_intra3_p4s3.py \
   --solution tasks/kda_prefill/candidates/triton_intra4.py --solution $V/kda/triton_intra4_w8r128.py --workloads 1ca0667f,5f6405ce,8a988d2f \
   --out "$OUT/kda_split.json" 2>&1 | grep -v "Warning\|warn(" | tee "$OUT/kda_split.txt"
 echo "kda split: $(( $(date +%s) - t0 )) s"
