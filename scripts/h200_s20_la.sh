@@ -34,7 +34,7 @@ cp -r $V "$OUT/variants"
 t0=$(date +%s)
 timeout $(( $(left) < 160 ? $(left) - 10 : 150 )) python3 scripts/gdn_prefill_split.py --task gdn_prefill --solution tasks/gdn_prefill/solutions/triton_chunk.py \
   --solution tasks/gdn_prefill/candidates/triton_chunk2.py --solution $V/gdn/triton_chunk2_fused.py --solution $V/gdn/triton_chunk2_w8.py \
-  --workloads 32bd0dca,b5716bbf,72e2d95a,c3ecd709,d790aa8b --out "$OUT/gdn_split.json" 2>&1 \
+  --workloads ${GDN_WL:-32bd0dca,b5716bbf,72e2d95a,c3ecd709,d790aa8b} --out "$OUT/gdn_split.json" 2>&1 \
   | grep -v "Warning\|warn(" | tee "$OUT/gdn_split.txt"
 echo "gdn split: $(( $(date +%s) - t0 )) s"
 [ "$(left)" -lt 100 ] && { echo "=== no time for the kda split ($(left) s left)"; bash scripts/pack_out.sh; exit 0; }
