@@ -14,8 +14,8 @@ from tests.conftest import kc
 pytest.importorskip("transformers")
 
 from kernelcraft.capture.models import CaptureError, build  # noqa: E402
-from kernelcraft.capture.run import CaptureOptions, _max_abs_error, capture  # noqa: E402
-from kernelcraft.capture.write import _compile_reference  # noqa: E402
+from kernelcraft.capture.run import CaptureOptions, capture  # noqa: E402
+from kernelcraft.capture.write import _compile_reference, max_abs_error  # noqa: E402
 from kernelcraft.task.loader import load_task  # noqa: E402
 
 
@@ -66,13 +66,13 @@ def test_reference_check_counts_equal_infinities_and_shared_nans_as_exact():
     # CI (session 20): a captured region that builds a -inf attention mask read as error NaN, since -inf - -inf
     # is NaN; the same infinity or NaN in both is a match, a NaN or infinity in one only is not.
     mask = torch.tensor([[0.0, float("-inf")], [0.0, 0.0]], dtype=torch.bfloat16)
-    assert _max_abs_error(mask, mask.clone()) == 0.0
+    assert max_abs_error(mask, mask.clone()) == 0.0
     nan = torch.tensor([float("nan"), 1.0])
-    assert _max_abs_error(nan, nan.clone()) == 0.0
-    assert _max_abs_error(nan, torch.tensor([0.0, 1.0])) == float("inf")
-    assert _max_abs_error(mask, torch.zeros(2, 2, dtype=torch.bfloat16)) == float("inf")
-    assert _max_abs_error(torch.tensor([1.0, 2.0]), torch.tensor([1.0, 2.5])) == 0.5
-    assert _max_abs_error(torch.tensor([1, 2]), torch.tensor([1, 3])) == 1.0
+    assert max_abs_error(nan, nan.clone()) == 0.0
+    assert max_abs_error(nan, torch.tensor([0.0, 1.0])) == float("inf")
+    assert max_abs_error(mask, torch.zeros(2, 2, dtype=torch.bfloat16)) == float("inf")
+    assert max_abs_error(torch.tensor([1.0, 2.0]), torch.tensor([1.0, 2.5])) == 0.5
+    assert max_abs_error(torch.tensor([1, 2]), torch.tensor([1, 3])) == 1.0
 
 
 def test_a_node_without_kernels_takes_no_share_of_the_device_step():

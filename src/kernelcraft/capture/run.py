@@ -257,19 +257,6 @@ def _describe(g: dict, phases: list[str], data: dict) -> dict:
             "unsupported": first["unsupported"]}
 
 
-def _max_abs_error(a, b) -> float:
-    """Largest |a - b| of a regenerated output against the model's own; positions equal in both (the same
-    infinity, as a -inf attention mask has) or NaN in both count 0, where plain subtraction gives NaN."""
-    if not a.is_floating_point():
-        return float(not torch.equal(a, b))
-    if a.numel() == 0:
-        return 0.0
-    a, b = a.double(), b.double()
-    same = (a == b) | (torch.isnan(a) & torch.isnan(b))
-    diff = torch.where(same, torch.zeros_like(a), (a - b).abs())
-    return float(diff.max()) if not torch.isnan(diff).any() else float("inf")
-
-
 def _values(data: dict, ph: str, e: dict) -> tuple[list, list]:
     r = e["region"]
     env = data[ph]["envs"][r.graph_id]
@@ -322,7 +309,7 @@ def _emit(opts, subject, g, phases, data, catalog, out: Path, rank: int) -> dict
         src = codegen.source(p, axes, header, native=True)  # float64 inputs then run in the model's dtypes
     got = list(got) if isinstance(got, tuple | list) else [got]
     got64 = list(got64) if isinstance(got64, tuple | list) else [got64]
-    native_err = max(_max_abs_error(a, b) for a, b in zip(got, outs, strict=True))
+    native_err = max(write.max_abs_error(a, b) for a, b in zip(got, outs, strict=True))
     from kernelcraft.task.dtypes import DEFAULT_TOLERANCE
 
     tol_lines, notes = [], []

@@ -41,10 +41,27 @@ def needed_atol(got: torch.Tensor, ref: torch.Tensor, rtol: float) -> float:
     if not got.is_floating_point():
         return 0.0 if torch.equal(got, ref.to(got.dtype)) else math_inf()
     g, r = got.double(), ref.double()
-    both_nan = torch.isnan(g) & torch.isnan(r)
     err = (g - r).abs()
-    bad = (err > rtol * r.abs()) & ~both_nan & ~(torch.isinf(g) & (g == r))
+    bad = (err > rtol * r.abs()) & ~same_values(g, r)
     return float(err[bad].max()) if bad.any() else 0.0
+
+
+def same_values(g: torch.Tensor, r: torch.Tensor) -> torch.Tensor:
+    """Where two outputs agree exactly: equal values (the same infinity included, as a -inf attention mask
+    has) or NaN in both, where subtraction alone gives NaN."""
+    return (g == r) | (torch.isnan(g) & torch.isnan(r))
+
+
+def max_abs_error(got: torch.Tensor, ref: torch.Tensor) -> float:
+    """Largest |got - ref| of a regenerated output against the model's own: positions where they agree
+    (same_values) count 0; a NaN or an infinity in one of them only is an infinite error."""
+    if not got.is_floating_point():
+        return float(not torch.equal(got, ref))
+    if got.numel() == 0:
+        return 0.0
+    g, r = got.double(), ref.double()
+    diff = torch.where(same_values(g, r), torch.zeros_like(g), (g - r).abs())
+    return float(diff.nan_to_num(nan=math_inf(), posinf=math_inf()).max())
 
 
 def math_inf() -> float:
