@@ -5,6 +5,7 @@
 # ~20 MB tree was refused as over 64 MiB), then the harness question session 19 left open: is the candidate's
 # arena memory (cuMemCreate, runner/shared.py) slower than the caching allocator's at decode sizes?
 # (`scripts/placement_bias.py --arenas 4`: one kernel on 8 copies, 4 graphs on one copy and 4 arenas, one rotation.)
+# PLACEMENT=0: the stash only (~5 s), when the session's device time is short.
 set -u
 export PYTHONUNBUFFERED=1
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT" /tmp/whl-parts
@@ -13,6 +14,7 @@ cp .whl-peers/parts/*.part-00 /tmp/whl-parts/ && ls -la /tmp/whl-parts | tee "$O
 [ -d /tmp/site/pydantic ] || echo "call 1's /tmp/site is missing: not the same machine"
 export PYTHONPATH=/tmp/site:$PWD/src KERNELCRAFT_CACHE=/tmp/kc_cache
 nvidia-smi --query-gpu=name,driver_version --format=csv | tee "$OUT/gpu.txt"
+[ "${PLACEMENT:-1}" = 0 ] && { echo "placement_bias skipped (PLACEMENT=0)"; bash scripts/pack_out.sh; exit 0; }
 timeout 150 python3 scripts/placement_bias.py tasks/rmsnorm/solutions/triton_rowwise.py --arenas 4 --orders shuffled \
   --out "$OUT/placement_bias.json" 2>&1 | grep -E "spread|arenas|copy0 " | tee "$OUT/placement_bias.txt"
 echo "=== done in $(( $(date +%s) - start )) s"
