@@ -101,3 +101,19 @@ def test_checks_give_up_the_gpu_while_triton_compiles(gpu_tasks, tmp_path, monke
     checked = sum(g in ("correctness", "generalization") for gates in ev.outcome.workloads.values() for g in gates)
     assert checked >= 2
     assert len(ev.outcome.slot_shared) > checked, (len(ev.outcome.slot_shared), checked)
+
+
+def test_confirmation_runs_after_the_timings(gpu_tasks, tmp_path):
+    """With --confirm (the default) the runner under Nsight Compute starts once the candidate's timings
+    are done (its own phase in the record), and confirms them; it never sits beside a timed runner."""
+    from kernelcraft.measure._ncu import find_ncu
+
+    if find_ncu() is None:
+        pytest.skip("needs Nsight Compute (ncu) on PATH")
+    sol = gpu_tasks["rmsnorm"] / "solutions" / "triton_rowwise.py"
+    rep = _gpu_eval(gpu_tasks["rmsnorm"], sol, extra=("--confirm",), tmp=tmp_path)
+    row = next(s for s in rep["solutions"] if s["role"] == "candidate")
+    assert row["status"] == "PASSED", row["reason"]
+    assert row["confirmation"]["confirmed"], row["confirmation"]
+    assert "confirmation" in row["phases_s"] and row["phases_s"]["confirmation"] > 0, row["phases_s"]
+    assert len(row["confirmation"]["per_workload"]) == sum(bool(w["latency_ms"]) for w in row["workloads"])

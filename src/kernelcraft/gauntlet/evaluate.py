@@ -444,6 +444,8 @@ def _apply(res: SolutionResult, by_uuid: dict[str, WorkloadResult], out: JobOutc
                 w.speedup_vs_reference = w.reference_latency_ms / w.latency_ms
     if out.died:
         gate, uuid = out.died_phase or ("start", None)
+        if gate == "confirmation":  # the out-of-process confirmation of the timings: the timing gate
+            gate, uuid = "timing", None
         if uuid and uuid in by_uuid:
             by_uuid[uuid].status = out.died_status
             by_uuid[uuid].reason = out.died

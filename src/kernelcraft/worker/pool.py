@@ -378,7 +378,9 @@ def run_job(job: Job, build_timeout_s: float, workload_timeout_s: float, spare_n
                 out.phases_s[phase[0]] = out.phases_s.get(phase[0], 0.0) + now - phase_t0
                 cpu_t0 = _cpu_lap(out, phase[0], msg[3] if len(msg) > 3 else None, cpu_t0)
                 phase, phase_t0 = (msg[1], msg[2]), now
-                deadline = build_timeout_s if msg[1] == "build" else workload_timeout_s
+                # a build, or the confirmation's build under Nsight Compute, gets the build's deadline
+                building = msg[1] == "build" or (msg[1] == "confirmation" and msg[2] is None)
+                deadline = build_timeout_s if building else workload_timeout_s
                 if on_phase is not None:
                     on_phase(msg[1], msg[2])
             elif kind == "build":
