@@ -29,7 +29,7 @@ python3 scripts/config_variants.py tasks/gelu_tanh_mul/candidates/triton_stream.
 mv $V/gelu/triton_stream_v0.py $V/gelu/triton_stream_v3.py
 declare -A SOLS=(
   [rope]="tasks/rope/solutions/triton_tokens.py tasks/rope/candidates/triton_heads.py $V/rope/triton_heads_v0.py $V/rope/triton_heads_v1.py"
-  [topk]="tasks/topk/solutions/triton_groupmax_filter.py $(ls tasks/topk/candidates/triton_bigk.py 2>/dev/null)"
+  [topk]="tasks/topk/candidates/triton_groupmax_filter.py $(ls tasks/topk/candidates/triton_bigk.py 2>/dev/null)"
   [gelu_tanh_mul]="$V/gelu/triton_stream_v3.py")
 declare -A CONFIRM=([rope]=--no-confirm [topk]=--no-confirm [gelu_tanh_mul]=--confirm)
 for t in ${TASKS:-rope topk gelu_tanh_mul}; do

@@ -40,7 +40,7 @@ DEADLINE=$left RESERVE=${RESERVE:-185} STEPS=scale SCALE_ARGS="--candidates 48" 
   "$sm" \
   layernorm:solutions/triton_dispatch.py,candidates/triton_rowwise.py \
   fp8_rowwise_quant:solutions/triton_hwcvt.py,candidates/triton_rowwise.py \
-  topk:solutions/triton_groupmax_filter.py \
+  topk:candidates/triton_groupmax_filter.py \
   kmeans_assign:solutions/triton_bf16x3.py \
   balanced_kmeans_step:solutions/triton_rounds.py,candidates/triton_open_bf16x3.py,candidates/triton_open_nosync.py
 [ "${KC_NO_PACK:-0}" = 1 ] || bash scripts/pack_out.sh

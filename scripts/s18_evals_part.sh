@@ -10,7 +10,7 @@ start=$(date +%s)
 left() { echo $(( ${DEADLINE:-550} - ($(date +%s) - start) )); }
 declare -A SOLS=([softmax]="triton_online.py" [silu_mul]="triton_tiled.py" [gelu_tanh_mul]="triton_tiled.py"
   [fused_add_rmsnorm]="triton_rowwise.py" [layernorm]="triton_dispatch.py" [rmsnorm]="triton_rowwise.py triton_dps"
-  [rope]="triton_tokens.py" [topk]="triton_groupmax_filter.py" [cross_entropy]="triton_online.py")
+  [rope]="triton_tokens.py" [topk]="triton_radix_mc.py" [cross_entropy]="triton_online.py")
 clean() { grep -v "leaked\|nanobind\|skipped rem\|refleaks\|Warning"; }
 for t in ${TASKS:?}; do
   l=$(left); [ "$l" -lt 45 ] && { echo "=== no time for $t ($l s left)"; continue; }

@@ -28,7 +28,7 @@ declare -A SOLS=(
   [rmsnorm]="tasks/rmsnorm/solutions/triton_rowwise.py"
   [rope]="tasks/rope/solutions/triton_tokens.py $P/rope/triton_heads_v0.py"
   [cross_entropy]="tasks/cross_entropy/solutions/triton_online.py"
-  [topk]="tasks/topk/solutions/triton_groupmax_filter.py tasks/topk/candidates/triton_bigk.py ${TOPK_EXTRA-$(ls tasks/topk/candidates/triton_radix_mc.py 2>/dev/null)}")
+  [topk]="tasks/topk/solutions/triton_radix_mc.py tasks/topk/candidates/triton_bigk.py ${TOPK_EXTRA-}")
 for t in ${TASKS:?}; do
   l=$(left); [ "$l" -lt 60 ] && { echo "=== no time for $t ($l s left)"; continue; }
   echo "=== $t ($l s left): ${SOLS[$t]}"
