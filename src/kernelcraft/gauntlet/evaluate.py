@@ -187,7 +187,11 @@ def evaluate(task: Task, entries: list[tuple[str, Solution, str]], opts: Options
 
 def _phase_counter(on_phase: Callable, entries: list, preps: dict) -> Callable[[object, str, str | None], None]:
     """The executor's on_phase(key, gate, uuid) as on_phase(name, gate, uuid, step, steps)."""
+    def confirming(job) -> bool:  # the confirmation's phases: its build, then one per timed workload
+        return bool(job.time_it and job.device.startswith("cuda") and job.options.get("confirm", False))
+
     steps = {i: 1 + len(p.job.holdouts) + len(p.job.workload_uuids) * (2 if p.job.time_it else 1)
+             + (1 + len(p.job.workload_uuids) if confirming(p.job) else 0)
              for i, p in preps.items()}
     seen: dict[object, int] = {}
 
