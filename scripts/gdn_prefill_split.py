@@ -102,9 +102,9 @@ def main() -> None:
         for impl in (*ours, "fla"):
             for n, r in list(entry[impl].get("kernels", {}).items())[:8]:
                 print(f"  {impl:12s} {r['us_per_call']:9.2f} us x{r['launches_per_call']:.0f}  {n}")
-    result["date"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-    if args.out:
-        args.out.write_text(json.dumps(result, indent=1) + "\n")
+        result["date"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        if args.out:  # after every workload: a call's deadline that stops the rest keeps what was split
+            args.out.write_text(json.dumps(result, indent=1) + "\n")
 
 
 if __name__ == "__main__":
