@@ -17,7 +17,9 @@ each target of issue 21 holds there:
 No verdict where the timing cannot give one (kernelcraft/measure/stability.py): when the candidate's or the best
 peer's samples at a workload are bimodal (p75/p25 above ``SPREAD_MAX``), the median sits on either population and
 a second identical run can land on the other; and when two short rows (under 50 us) differ by less than
-``PLACEMENT_MS`` (0.4 us), the spread of one kernel's medians at other addresses. That workload's target says
+``PLACEMENT_MS`` (0.4 us), the spread of one kernel's medians at other addresses; and when a short candidate
+row trails (or leads) the best peer by less than the baseline itself slowed down (or sped up) beside that
+candidate against its own row (the run's measured asymmetry: scripts/harness_asymmetry.py). That workload's target says
 "no verdict (unsettled timing)" instead of holds or missed, and is counted apart (scripts/timing_spread.py shows
 the spread of every row).
 
@@ -160,11 +162,12 @@ def spread(w: dict | None) -> float | None:
     return stability.spread((w or {}).get("timing"))
 
 
-def unstable_note(cand_w: dict | None, cand_name: str, rows: list[dict], uuid: str) -> str:
+def unstable_note(cand_w: dict | None, cand_name: str, rows: list[dict], uuid: str,
+                  asymmetry: float | None = None) -> str:
     """Why the comparison at this workload decides nothing, or "" (kernelcraft.measure.stability.unsettled:
     the candidate's samples bimodal, or a trusted row's while its 25th percentile is below the candidate's
     median). Read from the samples' quartiles, so records made before ``WorkloadResult.unsettled`` get it too."""
-    return stability.unsettled_at(cand_name, cand_w or {"uuid": uuid}, rows)
+    return stability.unsettled_at(cand_name, cand_w or {"uuid": uuid}, rows, asymmetry)
 
 
 def _target(applies: bool, ratio: float | None, need: float, strict: bool, unstable: str = "") -> dict | None:
@@ -209,6 +212,8 @@ def analyse(record: dict, path: Path, candidate: str | None = None) -> dict:
         out["why"] = "no candidate PASSED in this record"
         return out
     ratios, weights = [], []
+    asym = stability.asymmetry_ms(cand.get("workloads") or [], rows)
+    out["timing_asymmetry_ms"] = asym
     for w in cand.get("workloads") or []:
         nbytes, source, note = workload_bytes(w, task, cal)
         nrows = w["axes"].get(axis) if axis else None
@@ -222,7 +227,7 @@ def analyse(record: dict, path: Path, candidate: str | None = None) -> dict:
         large = nbytes is not None and nbytes >= LARGE_BYTES
         decode = nrows is not None and nrows <= DECODE_MAX_ROWS
         checked = bool(strong)
-        unstable = unstable_note(w if ms else None, cand["name"], rows, w["uuid"]) if ratio is not None else ""
+        unstable = unstable_note(w if ms else None, cand["name"], rows, w["uuid"], asym) if ratio is not None else ""
         row = {
             "uuid": w["uuid"], "axes": w["axes"], "rows": nrows,
             "bytes": nbytes, "bytes_source": source, "mb": None if nbytes is None else nbytes / 1e6,
@@ -317,7 +322,7 @@ def table(results: list[dict], cat: dict) -> str:
                f"(target >= {CATALOG_MIN_GEOMEAN:.2f}x: {verdict}); workload targets missed "
                f"{cat['workload_targets_missed']} of {cat['workload_targets_checked']}"
                + (f", {cat['workload_targets_unstable']} without a verdict (unsettled timing: p75/p25 > {SPREAD_MAX} "
-                  f"or a short-row gap under {stability.PLACEMENT_MS * 1e3:.1f} us)"
+                  f"or a short-row gap under {stability.PLACEMENT_MS * 1e3:.1f} us or the run's measured asymmetry)"
                   if cat["workload_targets_unstable"] else ""))
     return "\n".join(out)
 

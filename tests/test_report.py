@@ -216,6 +216,10 @@ def test_summary_leads_with_the_best_peer_and_names_it_per_workload(tmp_path):
     best = max(cands, key=lambda c: c["speedup_vs_best_peer"])
     unsettled = f" ({best['unsettled_workloads']} unsettled)" if best.get("unsettled_workloads") else ""
     assert f"| rmsnorm_bf16_h4096 | `{DERIVED.name}` | {best['name']} | {best['speedup_vs_best_peer']:.2f}x{unsettled} |" in text
+    if best.get("timing_asymmetry_ms") is not None:  # the run's own asymmetry, in the leader's words
+        a = best["timing_asymmetry_ms"] * 1e3
+        assert (f"Timing asymmetry: the baseline took a median {abs(a):.2f} us {'longer' if a >= 0 else 'less'} "
+                f"beside {best['name']}") in section
     rows = {t["name"]: t for t in derived["solutions"]}
     for w in best["workloads"]:  # per workload: which peer, its latency, the candidate's there
         peer = rows[w["best_peer"]]

@@ -23,7 +23,7 @@ from kernelcraft.gauntlet.records import EvalReport, SolutionResult, WorkloadRes
 from kernelcraft.gauntlet.static import allowed_groups, check_static
 from kernelcraft.measure.calibrate import Calibration
 from kernelcraft.measure.environment import environment
-from kernelcraft.measure.stability import PLACEMENT_MS, SPREAD_MAX, unsettled_at
+from kernelcraft.measure.stability import PLACEMENT_MS, SPREAD_MAX, asymmetry_ms, unsettled_at
 from kernelcraft.measure.timing import TIMING_VERSION
 from kernelcraft.solution.model import BuildSpec, Solution, SourceFile, pack_python_file
 from kernelcraft.task.loader import Task
@@ -536,13 +536,14 @@ def compare_with_peers(res: SolutionResult, earlier: list[SolutionResult], task:
             if w.status == "PASSED" and w.latency_ms and (w.uuid not in best or w.latency_ms < best[w.uuid][1]):
                 best[w.uuid] = (r.name, w.latency_ms)
     speedups, weights = [], []
+    res.timing_asymmetry_ms = asymmetry_ms(res.workloads, trusted) if res.role == "candidate" else None
     for w in res.workloads:
         if w.uuid in best and w.latency_ms and w.status == "PASSED":
             w.best_peer, w.best_peer_latency_ms = best[w.uuid]
             w.speedup_vs_best_peer = w.best_peer_latency_ms / w.latency_ms
             speedups.append(w.speedup_vs_best_peer)
             weights.append(task.contract.weight(w.uuid))
-            w.unsettled = unsettled_at(res.name, w, trusted)
+            w.unsettled = unsettled_at(res.name, w, trusted, res.timing_asymmetry_ms)
     res.unsettled_workloads = sum(bool(w.unsettled) for w in res.workloads)
     res.speedup_vs_best_peer = weighted_geomean(speedups, weights)
     res.best_peers = sorted({w.best_peer for w in res.workloads if w.best_peer})
@@ -561,7 +562,8 @@ def compare_with_peers(res: SolutionResult, earlier: list[SolutionResult], task:
             res.reason = (res.reason + "; " if res.reason else "") + (
                 f"not promotable: the contract asks to beat the best peer, and at {res.unsettled_workloads} "
                 "workload(s) the timing cannot rank them (bimodal samples, p75/p25 > "
-                f"{SPREAD_MAX}, or a gap under the placement noise of {PLACEMENT_MS * 1e3:.1f} us: measure/stability.py), so "
+                f"{SPREAD_MAX}, a gap under the placement noise of {PLACEMENT_MS * 1e3:.1f} us, or one inside the "
+                "run's measured asymmetry: measure/stability.py), so "
                 "the comparison decides nothing there")
         elif res.speedup_vs_best_peer is None or res.speedup_vs_best_peer < need:
             res.promotable = False

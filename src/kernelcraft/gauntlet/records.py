@@ -61,6 +61,9 @@ class SolutionResult(_Record):
     speedup_vs_best_peer: float | None = None  # weighted geometric mean over workloads with a best peer
     best_peers: list[str] = Field(default_factory=list)  # the rows that were fastest at some workload
     unsettled_workloads: int = 0  # workloads whose comparison with the best peer decides nothing (bimodal timing)
+    # ms: the median of the baseline timed beside this candidate minus its own row, over short workloads
+    # (measure/stability.py::asymmetry_ms): how much the candidate's timing conditions differ from a peer's
+    timing_asymmetry_ms: float | None = None
     peers_unavailable: list[str] = Field(default_factory=list)  # peer rows SKIPPED in this run, and why
     speedup_vs_baseline: float | None = None  # weighted geometric mean over timed workloads
     speedup_vs_reference: float | None = None

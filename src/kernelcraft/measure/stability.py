@@ -23,6 +23,20 @@ on an H100 (4.5-5 us kernels, each median's confidence interval a few hundredths
 arena) and a peer (in the judge, on its own copies) never share a placement, so a gap under ``PLACEMENT_MS``
 between two short rows is no evidence either way: neither a miss nor a win.
 
+Asymmetry: the baseline is timed twice in every run, alone in its own row (in the judge, on its own copies, beside
+nothing but the reference) and beside each candidate (in the judge, on the candidate's shared arena, interleaved
+with the candidate's runner: ``WorkloadResult.baseline_latency_ms``). The same code under the two conditions
+differed by a median +0.50 us at rows under 20 us, 39 of 40 beside-rows slower (session 19's H100 catalog chain,
+``scripts/harness_asymmetry.py``), which is the size of every decode-size "miss" against a peer timed alone.
+On the H200 records of sessions 3-16 it went the other way (median -0.19 us beside a
+candidate; 9 of 49 slower). One workload's pair of baseline medians is no estimate of it: each sits at its own placement (above), and a
+baseline of many small kernels (rope's eager one, 30-50 us) moves by several microseconds where a one-kernel
+candidate would not. So a candidate's asymmetry is the median, over its workloads whose baseline alone is under
+``ASYM_SHORT_MS``, of beside minus alone, given at ``ASYM_MIN_N`` such workloads or more
+(:func:`asymmetry_ms`). Where a short candidate row is behind the fastest trusted row by less than that slowdown,
+or ahead of it by less than a speed-up, the comparison is unsettled too: the conditions differ by at least the
+gap, in the gap's direction. A miss against the asymmetry's direction (or a win against it) stands.
+
 Unsettled workloads are recorded
 (``WorkloadResult.unsettled``), counted, kept out of promotion against a peer rule, and given no verdict by
 ``benchmarks/peer_targets.py``.
@@ -35,6 +49,8 @@ from collections.abc import Iterable, Mapping
 SPREAD_MAX = 1.3  # p75/p25 above this: two populations of samples
 SHORT_MS = 0.05  # only rows whose median is below this are judged (see above)
 PLACEMENT_MS = 0.0004  # gaps below this between two short rows: inside the spread of one kernel's placements
+ASYM_SHORT_MS = 0.02  # the baseline rows the asymmetry is read from (alone under 20 us: one or a few kernels)
+ASYM_MIN_N = 3  # workloads a candidate's asymmetry needs (a median of fewer is one placement's luck)
 
 
 def spread(timing: Mapping | None) -> float | None:
@@ -56,9 +72,11 @@ def bimodal(timing: Mapping | None) -> bool:
 
 
 def unsettled(name: str, timing: Mapping | None, latency_ms: float | None,
-              trusted: Iterable[tuple[str, Mapping | None]]) -> str:
+              trusted: Iterable[tuple[str, Mapping | None]], asymmetry: float | None = None) -> str:
     """Why the candidate ``name`` (its ``timing`` and median ``latency_ms``) against the ``trusted`` rows
-    (name, timing) at one workload decides nothing, or "" when it decides."""
+    (name, timing) at one workload decides nothing, or "" when it decides. ``asymmetry``: the candidate's
+    :func:`asymmetry_ms` (ms, None where it has none)."""
+    trusted = list(trusted)
     bad = []
     if bimodal(timing):
         bad.append((name, spread(timing)))
@@ -69,7 +87,44 @@ def unsettled(name: str, timing: Mapping | None, latency_ms: float | None,
     if bad:
         return ("bimodal timing (" + ", ".join(f"{n} p75/p25 {x:.2f}" for n, x in bad)
                 + f" > {SPREAD_MAX}): the comparison here decides nothing")
-    return _placement(timing, latency_ms, trusted)
+    return (_placement(timing, latency_ms, trusted)
+            or _asymmetry(timing, latency_ms, trusted, asymmetry))
+
+
+def _asymmetry(timing: Mapping | None, latency_ms: float | None, trusted: list[tuple[str, Mapping | None]],
+               asym: float | None) -> str:
+    """A short candidate row behind the fastest short trusted row by less than the baseline's slowdown beside
+    the candidate (``asym`` > 0), or ahead of it by less than the baseline's speed-up there (< 0)."""
+    rows = [(n, (t or {}).get("median_ms")) for n, t in trusted if _short_cuda(t, (t or {}).get("median_ms"))]
+    if not rows or not _short_cuda(timing, latency_ms) or not asym:
+        return ""
+    name, best = min(rows, key=lambda r: r[1])
+    gap = latency_ms - best
+    if gap == 0 or (gap > 0) != (asym > 0) or abs(asym) < abs(gap):
+        return ""
+    return (f"within the harness's asymmetry: {latency_ms * 1e3:.2f} us against {name}'s {best * 1e3:.2f} us, "
+            f"{abs(gap) * 1e3:.2f} us {'behind' if gap > 0 else 'ahead'}, while the baseline itself took a median "
+            f"{abs(asym) * 1e3:.2f} us {'longer' if asym > 0 else 'less'} beside this candidate than in its own row: "
+            "the conditions differ by at least the gap, its way (measure/stability.py), so the comparison here "
+            "decides nothing")
+
+
+def asymmetry_ms(workloads: Iterable, trusted_rows: Iterable) -> float | None:
+    """The median over ``workloads`` (a candidate's, records' dicts or pydantic models) of the baseline timed
+    beside the candidate (``baseline_latency_ms``) minus the baseline's own row at the same workload, where that
+    row is a CUDA timing under ``ASYM_SHORT_MS``; None with fewer than ``ASYM_MIN_N`` such workloads."""
+    base = next((r for r in trusted_rows if (_get(r, "role") or _get(r, "name")) == "baseline"), None)
+    if base is None:
+        return None
+    alone = {_get(w, "uuid"): _get(w, "latency_ms") for w in _get(base, "workloads") or []
+             if _get(w, "status") == "PASSED" and _short_cuda(_get(w, "timing"), _get(w, "latency_ms"))}
+    diffs = sorted(_get(w, "baseline_latency_ms") - alone[_get(w, "uuid")] for w in workloads
+                   if _get(w, "baseline_latency_ms") and alone.get(_get(w, "uuid"))
+                   and alone[_get(w, "uuid")] < ASYM_SHORT_MS)
+    if len(diffs) < ASYM_MIN_N:
+        return None
+    mid = len(diffs) // 2
+    return diffs[mid] if len(diffs) % 2 else (diffs[mid - 1] + diffs[mid]) / 2
 
 
 def _short_cuda(t: Mapping | None, median: float | None) -> bool:
@@ -96,10 +151,11 @@ def _get(obj, key: str):
     return obj.get(key) if isinstance(obj, Mapping) else getattr(obj, key, None)
 
 
-def unsettled_at(name: str, workload, trusted_rows: Iterable) -> str:
+def unsettled_at(name: str, workload, trusted_rows: Iterable, asymmetry: float | None = None) -> str:
     """:func:`unsettled` for the candidate ``name``'s ``workload`` against every trusted row's PASSED, timed
-    result at the same workload. Rows and workloads may be records' dicts or their pydantic models."""
+    result at the same workload, with the candidate's ``asymmetry`` (:func:`asymmetry_ms`, computed once over
+    its workloads). Rows and workloads may be records' dicts or their pydantic models."""
     uuid = _get(workload, "uuid")
     return unsettled(name, _get(workload, "timing"), _get(workload, "latency_ms"), [
         (_get(r, "name"), _get(w, "timing")) for r in trusted_rows for w in _get(r, "workloads") or []
-        if _get(w, "uuid") == uuid and _get(w, "status") == "PASSED" and _get(w, "latency_ms")])
+        if _get(w, "uuid") == uuid and _get(w, "status") == "PASSED" and _get(w, "latency_ms")], asymmetry)

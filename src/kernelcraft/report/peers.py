@@ -150,10 +150,11 @@ def _unsettled(row, trusted: list | None) -> int:
     from kernelcraft.measure import stability
 
     n = 0
+    asym = stability.asymmetry_ms(_get(row, "workloads") or [], trusted) if trusted is not None else None
     for w in _get(row, "workloads") or []:
         note = _get(w, "unsettled")
         if note is None and trusted is not None and _get(w, "speedup_vs_best_peer") is not None:
-            note = stability.unsettled_at(_get(row, "name"), w, trusted)
+            note = stability.unsettled_at(_get(row, "name"), w, trusted, asym)
         n += bool(note)
     return n
 

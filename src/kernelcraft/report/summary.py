@@ -105,6 +105,14 @@ def _record(p: Path, r: EvalReport) -> tuple[list[str], list[str]]:
         L.append("| (no candidate in this record) | | | | | | | | |")
     best = top_candidate(candidates, heads)
     if strong and best is not None:
+        from kernelcraft.measure.stability import asymmetry_ms
+
+        asym = best.timing_asymmetry_ms if best.timing_asymmetry_ms is not None else asymmetry_ms(best.workloads, trusted)
+        if asym is not None:
+            L += ["", f"Timing asymmetry: the baseline took a median {abs(asym) * 1e3:.2f} us {'longer' if asym >= 0 else 'less'} "
+                  f"beside {best.name} (its arena, interleaved with its runner) than in its own row, over the workloads "
+                  "where it runs under 20 us; a gap to the best peer inside it, its way, is unsettled "
+                  "(measure/stability.py)."]
         L += ["", f"Best peer per workload, and {best.name} there:", "",
               "| workload | best peer | best peer ms | candidate ms | x best peer |", "|---|---|---|---|---|"]
         by = {w.uuid: w for w in best.workloads}
