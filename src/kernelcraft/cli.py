@@ -145,6 +145,7 @@ def eval_cmd(
     confirm: Annotated[bool, typer.Option("--confirm/--no-confirm", help="GPU: confirm each candidate's timing with Nsight Compute from outside its process (without it no GPU candidate is promotable)")] = True,
     peer: Annotated[list[str] | None, typer.Option("--peer", help="with peers: only these (a PEER name, repeatable); default: every file of peers/")] = None,
     peers: Annotated[bool | None, typer.Option("--peers/--no-peers", help="time the task's peers (peers/*.py) and torch.compile in the same run; default: on for cuda, off for cpu")] = None,
+    peers_beside: Annotated[bool, typer.Option("--peers-beside", help="with peers: also time each peer and torch.compile row beside every candidate, in its rotation, on the same kind of memory; x best peer then compares those (measure/stability.py says why)")] = False,
     with_baseline: Annotated[bool, typer.Option("--with-baseline", help="add the baseline row also when SOLUTIONS are named")] = False,
     workload: Annotated[list[str] | None, typer.Option(help="only workloads whose uuid starts with this (repeatable)")] = None,
     timeout: Annotated[float | None, typer.Option(help="seconds allowed per workload phase (default: the contract's)")] = None,
@@ -232,7 +233,7 @@ def eval_cmd(
                    time_it=time_it, timing={"budget_ms": budget_ms} if budget_ms else None,
                    workloads=workload, calibrate=not no_calibrate, executor=executor,
                    devices=_devices(devices), workers=workers, overlap=not no_overlap, sanitize=tools,
-                   confirm=confirm)
+                   confirm=confirm, peers_beside=peers_beside)
 
     names = [entry[1].name for entry in entries]
 

@@ -23,7 +23,7 @@ from kernelcraft.gauntlet.records import EvalReport, SolutionResult, WorkloadRes
 from kernelcraft.gauntlet.static import allowed_groups, check_static
 from kernelcraft.measure.calibrate import Calibration
 from kernelcraft.measure.environment import environment
-from kernelcraft.measure.stability import PLACEMENT_MS, SPREAD_MAX, asymmetry_ms, unsettled_at
+from kernelcraft.measure.stability import PLACEMENT_MS, SPREAD_MAX, asymmetry_ms, unsettled, unsettled_at
 from kernelcraft.measure.timing import TIMING_VERSION
 from kernelcraft.solution.model import BuildSpec, Solution, SourceFile, pack_python_file
 from kernelcraft.task.loader import Task
@@ -54,6 +54,10 @@ class Options:
     # GPU: confirm each candidate's timing out of process with Nsight Compute (gauntlet/confirm.py);
     # without it a GPU candidate is not promotable. `eval` asks for it; the design loop at promotion.
     confirm: bool = False
+    # time every peer and torch.compile row a second time beside each candidate, in its rotation, on an arena
+    # of the judge's (the same kind of memory as the candidate's); x best peer then compares rows timed under
+    # the same conditions (measure/stability.py: the asymmetry it removes)
+    peers_beside: bool = False
 
 
 def static_gate_off() -> bool:
@@ -131,9 +135,15 @@ def evaluate(task: Task, entries: list[tuple[str, Solution, str]], opts: Options
     report, cal = new_report(task, opts, seed, on_progress)
     results: dict[int, SolutionResult] = {}
     preps: dict[int, Prepared] = {}
+    beside = [{"role": e[0], "name": e[1].name, **(e[3] if len(e) > 3 and e[3] else {})} for e in entries
+              if e[0] in ("peer", "torch.compile") and not (e[3] if len(e) > 3 and e[3] else {}).get("compile_dynamic")
+              ] if opts.peers_beside and opts.time_it else []
     for i, entry in enumerate(entries):
         role, sol, path = entry[:3]
-        prep = prepare(task, role, sol, path, seed, opts, entry[3] if len(entry) > 3 else None)
+        options = entry[3] if len(entry) > 3 else None
+        if role == "candidate" and beside:
+            options = dict(options or {}) | {"beside": beside}
+        prep = prepare(task, role, sol, path, seed, opts, options)
         if prep.job is None:
             results[i] = prep.res
         else:
@@ -291,6 +301,8 @@ class Prepared:
             self.res.implementation = meta["implementation"]
         if isinstance(meta.get("confirmation"), dict):
             _confirmation(self.res, meta["confirmation"], task)
+        if isinstance(meta.get("beside_unavailable"), dict):
+            self.res.beside_unavailable = {str(k): str(v)[:600] for k, v in meta["beside_unavailable"].items()}
         if isinstance(meta.get("validation"), dict):
             _validation(self.res, meta["validation"])
         rc = meta.get("reference_cache")
@@ -427,7 +439,7 @@ def _apply(res: SolutionResult, by_uuid: dict[str, WorkloadResult], out: JobOutc
                 continue
             w.status, w.reason = fields["status"], fields.get("reason", "")
             for k in ("max_abs_error", "max_rel_error", "latency_ms", "baseline_latency_ms", "reference_latency_ms", "timing",
-                      "request_judge_ratio"):
+                      "request_judge_ratio", "beside_ms"):
                 if fields.get(k) is not None:
                     setattr(w, k, fields[k])
             if fields.get("baseline_unavailable") and not res.baseline_unavailable:
@@ -531,19 +543,34 @@ def compare_with_peers(res: SolutionResult, earlier: list[SolutionResult], task:
     needs that (and a peer measured at every timed workload)."""
     trusted = [r for r in earlier if r.role in TRUSTED_ROLES]
     best: dict[str, tuple[str, float]] = {}
+    passed: dict[str, set[str]] = {}  # workload -> trusted rows that PASSED there (their outputs were checked)
     for r in trusted:
         for w in r.workloads:
-            if w.status == "PASSED" and w.latency_ms and (w.uuid not in best or w.latency_ms < best[w.uuid][1]):
-                best[w.uuid] = (r.name, w.latency_ms)
+            if w.status == "PASSED" and w.latency_ms:
+                passed.setdefault(w.uuid, set()).add(r.name)
+                if w.uuid not in best or w.latency_ms < best[w.uuid][1]:
+                    best[w.uuid] = (r.name, w.latency_ms)
     speedups, weights = [], []
     res.timing_asymmetry_ms = asymmetry_ms(res.workloads, trusted) if res.role == "candidate" else None
     for w in res.workloads:
-        if w.uuid in best and w.latency_ms and w.status == "PASSED":
-            w.best_peer, w.best_peer_latency_ms = best[w.uuid]
+        # Rows timed beside this candidate (--peers-beside: its rotation, the same kind of memory) decide
+        # where there are any, the baseline beside it among them; only rows that PASSED there on their own.
+        near = {n: ms for n, ms in (w.beside_ms or {}).items() if ms and n in passed.get(w.uuid, ())}
+        if near and w.baseline_latency_ms and "baseline" in passed.get(w.uuid, ()):
+            near["baseline"] = w.baseline_latency_ms
+        pick = min(near.items(), key=lambda kv: kv[1]) if near else best.get(w.uuid)
+        if pick and w.latency_ms and w.status == "PASSED":
+            w.best_peer, w.best_peer_latency_ms = pick
+            w.best_peer_beside = bool(near)
             w.speedup_vs_best_peer = w.best_peer_latency_ms / w.latency_ms
             speedups.append(w.speedup_vs_best_peer)
             weights.append(task.contract.weight(w.uuid))
-            w.unsettled = unsettled_at(res.name, w, trusted, res.timing_asymmetry_ms)
+            if near:  # the candidate's own spread, and the placement noise against the row picked beside it
+                method = (w.timing or {}).get("method", "")
+                w.unsettled = unsettled(res.name, w.timing, w.latency_ms,
+                                        [(pick[0], {"median_ms": pick[1], "method": method})])
+            else:
+                w.unsettled = unsettled_at(res.name, w, trusted, res.timing_asymmetry_ms)
     res.unsettled_workloads = sum(bool(w.unsettled) for w in res.workloads)
     res.speedup_vs_best_peer = weighted_geomean(speedups, weights)
     res.best_peers = sorted({w.best_peer for w in res.workloads if w.best_peer})

@@ -448,6 +448,9 @@ class _RemoteTimer(Remote):
                 f"wrong, while the checks before timing passed: {verdict.reason}")}
 
 
+BESIDE = "beside:"  # timing rows of trusted functions timed beside a candidate (Judge.beside)
+
+
 class Judge:
     """Checks and times one subject on the workloads of one task, from one secret seed."""
 
@@ -456,6 +459,11 @@ class Judge:
         self.task, self.subject, self.reference, self.baseline = task, subject, reference, baseline
         self.device, self.seed, self.role, self.language = device, seed, role, language
         self.d = task.definition
+        # trusted rows timed beside a remote candidate, in its rotation (``--peers-beside``):
+        # name -> (function, prepare or None); each reads its own copy of the inputs in an arena of the
+        # judge's (the same kind of memory as the candidate's, never mapped by its runner)
+        self.beside: dict[str, tuple[Callable, Callable[..., tuple] | None]] = {}
+        self.beside_failed: dict[str, str] = {}  # name -> why it could not be timed beside (kept out after)
 
     def sync(self) -> None:
         if self.device.startswith("cuda"):
@@ -735,6 +743,9 @@ class Judge:
         if self.role != "baseline" and self.baseline is not None:
             fns["baseline"] = lambda: self.baseline(*shared)
         fns["reference"] = lambda: self.reference(*shared)
+        beside_arena = None
+        if timer is not None and self.beside:
+            beside_arena = self._beside(fns, inputs)
         try:
             t = time_interleaved(fns, self.device, budget_ms=p["budget_ms"], min_reps=p["min_reps"],
                                  max_reps=p["max_reps"], warmup=p["warmup"] + self._extra_warmup(w), remote=remote,
@@ -746,6 +757,10 @@ class Judge:
             raise  # the runner's protocol or death: the job's verdict, handled by the worker
         except BaseException as e:  # noqa: BLE001
             return {"status": "RUNTIME_ERROR", "gate": "timing", "reason": candidate_traceback(e)}
+        finally:
+            if beside_arena is not None:
+                self.sync()
+                beside_arena.close()
         if timer is not None and timer.failure is not None:
             return timer.failure
         cand = t["candidate"]
@@ -770,4 +785,37 @@ class Judge:
                "reference_latency_ms": t["reference"].median_ms, "timing": cand.to_dict()}
         if timer is not None:
             out["timing"]["checked_reps"] = timer.checked
+        beside = {n.removeprefix(BESIDE): t[n].median_ms for n in t if n.startswith(BESIDE) and t[n].median_ms}
+        if beside:
+            out["beside_ms"] = beside
         return out
+
+    def _beside(self, fns: dict[str, Callable[[], object]], inputs: list[Any]):
+        """Add each trusted row of ``self.beside`` to ``fns`` (as ``beside:NAME``), on a copy of ``inputs`` in
+        an arena of this process, after one untimed call (a torch.compile row compiles there; a row that
+        raises is left out, with why, from this and every later workload). Returns the arena (closed by
+        the caller once timed) or None."""
+        tensors = [(tuple(a.shape), dtype_name(a.dtype)) for a in inputs if isinstance(a, torch.Tensor)]
+        slots, size = layout(tensors)
+        arena = new_arena(self.device, max(size, 1))
+        it = iter(slots)
+        args = []
+        for a in inputs:
+            if isinstance(a, torch.Tensor):
+                v = arena.view(next(it))
+                v.copy_(a)
+                args.append(v)
+            else:
+                args.append(a)
+        self.sync()
+        for name, (fn, prep) in list(self.beside.items()):
+            try:
+                call_args = tuple(prep(*args)) if prep is not None else tuple(args)
+                fn(*call_args)
+                self.sync()
+            except BaseException as e:  # noqa: BLE001 - a trusted row that fails beside is left out, saying why
+                self.beside_failed[name] = candidate_traceback(e)[-600:]
+                del self.beside[name]
+                continue
+            fns[BESIDE + name] = lambda fn=fn, call_args=call_args: fn(*call_args)
+        return arena

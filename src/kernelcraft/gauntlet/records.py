@@ -50,6 +50,10 @@ class WorkloadResult(_Record):
     # why speedup_vs_best_peer decides nothing here (bimodal timing samples: kernelcraft.measure.stability);
     # "" when it decides, None when not assessed (no best peer, or a record older than this field)
     unsettled: str | None = None
+    # --peers-beside: each trusted row timed again in this candidate's rotation, on an arena of the judge's
+    # (median ms by row name); where present, best_peer is the fastest of them (best_peer_beside true)
+    beside_ms: dict[str, float] | None = None
+    best_peer_beside: bool | None = None
 
 
 class SolutionResult(_Record):
@@ -64,6 +68,7 @@ class SolutionResult(_Record):
     # ms: the median of the baseline timed beside this candidate minus its own row, over short workloads
     # (measure/stability.py::asymmetry_ms): how much the candidate's timing conditions differ from a peer's
     timing_asymmetry_ms: float | None = None
+    beside_unavailable: dict[str, str] | None = None  # --peers-beside: rows that could not be timed beside, why
     peers_unavailable: list[str] = Field(default_factory=list)  # peer rows SKIPPED in this run, and why
     speedup_vs_baseline: float | None = None  # weighted geometric mean over timed workloads
     speedup_vs_reference: float | None = None

@@ -113,6 +113,11 @@ def _record(p: Path, r: EvalReport) -> tuple[list[str], list[str]]:
                   f"beside {best.name} (its arena, interleaved with its runner) than in its own row, over the workloads "
                   "where it runs under 20 us; a gap to the best peer inside it, its way, is unsettled "
                   "(measure/stability.py)."]
+        beside = sum(bool(w.best_peer_beside) for w in best.workloads)
+        if beside:
+            L += ["", f"At {beside} of {len(best.workloads)} workloads the best peer's latency below was timed beside "
+                  f"{best.name} (`--peers-beside`: in its rotation, on an arena of the judge's); the trusted rows' "
+                  "table has each row timed alone."]
         L += ["", f"Best peer per workload, and {best.name} there:", "",
               "| workload | best peer | best peer ms | candidate ms | x best peer |", "|---|---|---|---|---|"]
         by = {w.uuid: w for w in best.workloads}

@@ -364,6 +364,25 @@ def _trusted_fn(job: Job, task, reference, baseline) -> tuple:
     raise ValueError(f"no trusted function for role {job.role!r}")
 
 
+def _beside_fns(job: Job, task, reference, baseline) -> tuple[dict, dict[str, str]]:
+    """The trusted rows a candidate is timed beside (``job.options["beside"]``: each a trusted job's role and
+    options plus its row ``name``), loaded here as their own jobs load them: name -> (function, prepare),
+    and name -> why one could not be loaded."""
+    import dataclasses
+
+    fns, gone = {}, {}
+    for spec in job.options["beside"]:
+        name = str(spec.get("name", ""))
+        try:
+            fn, prepare, _info = _trusted_fn(dataclasses.replace(job, role=spec["role"], options=dict(spec)), task,
+                                             reference, baseline)
+        except BaseException as e:  # noqa: BLE001 - a row that cannot load here is left out, saying why
+            gone[name] = f"{type(e).__name__}: {str(e)[:300]}"
+            continue
+        fns[name] = (fn, prepare)
+    return fns, gone
+
+
 def _run(conn, job: Job, runner) -> None:
     import torch
 
@@ -463,6 +482,9 @@ def _run(conn, job: Job, runner) -> None:
 
         subject.on_event = on_event
     judge.subject = subject
+    if job.role == "candidate" and job.time_it and job.options.get("beside"):
+        judge.beside, gone = _beside_fns(job, task, reference, baseline)
+        judge.beside_failed.update(gone)
     current: tuple[str, str] = ("build", "")
     try:
         workloads = [task.workload(u) for u in job.workload_uuids]
@@ -526,6 +548,8 @@ def _run(conn, job: Job, runner) -> None:
             send(conn, "workload", "timing", w.uuid, result)
             if result["status"] != "PASSED":
                 break
+        if judge.beside_failed:
+            send(conn, "meta", {"beside_unavailable": dict(judge.beside_failed)})
         if confirm:
             # The runner under Nsight Compute starts only once every timing is done: alive beside the timed
             # runner (built, then profiled between workloads) it made the candidate's short rows bimodal on an
