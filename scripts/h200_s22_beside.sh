@@ -6,6 +6,7 @@
 # Liger's own code as a candidate (scripts/aa_candidate.py) beside the promoted kernel, each task evaluated twice on
 # this machine, without and with --peers-beside. With the flag, aa_liger against peer:liger timed beside it should
 # read ~1.00x at every workload (inside the placement noise); without it the A/A read 0.0-0.5 us slower (session 19).
+# Last, with the time left: rmsnorm with --confirm, now that the confirmation starts after the timings (commit 057ff55).
 set -u
 export PYTHONUNBUFFERED=1
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
@@ -48,5 +49,19 @@ PY
   done
 done 2>&1 | tee "$OUT/beside.txt"
 python3 scripts/harness_asymmetry.py "$OUT"/*_alone.json "$OUT"/*_beside.json | tee "$OUT/asymmetry.txt"
+# Then session 21's other harness fix: with --confirm the runner under Nsight Compute now starts after the last
+# timing; the candidate's short rows should be as clean as without it (chain4: 2 of 3 bimodal, 0.74x).
+l=$(left)
+if [ "$l" -ge 90 ]; then
+  echo "=== rmsnorm --confirm ($l s left)"; t0=$(date +%s)
+  timeout $(( l - 5 )) python3 -m kernelcraft eval tasks/rmsnorm tasks/rmsnorm/solutions/triton_rowwise.py --with-baseline \
+    --device cuda --peers --peer liger --peer fla --budget-ms 100 --confirm --json "$OUT/rmsnorm_confirm.json" \
+    > "$OUT/rmsnorm_confirm.log" 2>&1
+  echo "rc $? $(( $(date +%s) - t0 )) s"
+  python3 scripts/timing_spread.py "$OUT/rmsnorm_confirm.json" --quiet | tail -4
+  grep -v "leaked\|nanobind\|Warning" "$OUT/rmsnorm_confirm.log" | grep -A12 "x best peer" | head -14 | cut -c1-200
+else
+  echo "=== no time for the --confirm check ($l s left)"
+fi 2>&1 | tee "$OUT/confirm.txt"
 echo "=== done in $(( $(date +%s) - start )) s"
 bash scripts/pack_out.sh

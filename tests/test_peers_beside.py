@@ -17,7 +17,7 @@ TASK = load_task(ROOT / "tasks" / "rmsnorm")
 
 
 def test_peers_are_timed_beside_each_candidate_on_cpu(tmp_path):
-    t = small_task("rmsnorm", tmp_path, [{"batch_size": 1}, {"batch_size": 7}])
+    t = small_task("rmsnorm", tmp_path, [{"batch_size": 3}])
     out = tmp_path / "r.json"
     proc = kc("eval", t, t / "solutions" / "triton_rowwise.py", "--device", "cpu", "--peers", "--peer", "torch",
               "--peer", "fla", "--with-baseline", "--time", "--peers-beside", "--no-calibrate", "--json", out)
