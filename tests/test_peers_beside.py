@@ -46,11 +46,11 @@ def _trusted(name: str, role: str, ms: dict[str, float | None]) -> SolutionResul
 
 
 def test_rows_timed_beside_decide_and_only_those_that_passed_on_their_own():
-    u1, u2, u3 = (w.uuid for w in TASK.workloads[:3])
+    u1, u2, u3, u4 = (w.uuid for w in TASK.workloads[:4])
     timing = {"median_ms": 0.005, "p25_ms": 0.0049, "p75_ms": 0.0051, "method": "cuda-graph+events+l2flush"}
-    trusted = [_trusted("baseline", "baseline", {u1: 0.0115, u2: 0.0120, u3: 0.0118}),
-               _trusted("peer:liger", "peer", {u1: 0.0043, u2: 0.0044, u3: 0.0042}),
-               _trusted("peer:quack", "peer", {u1: 0.0060, u2: None, u3: 0.0061})]
+    trusted = [_trusted("baseline", "baseline", {u1: 0.0115, u2: 0.0120, u3: 0.0118, u4: 0.0119}),
+               _trusted("peer:liger", "peer", {u1: 0.0043, u2: 0.0044, u3: 0.0042, u4: 0.0041}),
+               _trusted("peer:quack", "peer", {u1: 0.0060, u2: None, u3: 0.0061, u4: 0.0062})]
     cand = SolutionResult(name="cand", status="PASSED", role="candidate", workloads=[
         # beside it, liger took 4.9 us where it took 4.3 alone: the candidate's 5.0 us is 0.98x, not 0.86x
         WorkloadResult(uuid=u1, axes={}, status="PASSED", latency_ms=0.005, timing=timing, baseline_latency_ms=0.0121,
@@ -60,12 +60,16 @@ def test_rows_timed_beside_decide_and_only_those_that_passed_on_their_own():
                        beside_ms={"peer:liger": 0.0051, "peer:quack": 0.0010}),
         # no row beside it: the rows timed alone decide, as without --peers-beside
         WorkloadResult(uuid=u3, axes={}, status="PASSED", latency_ms=0.005, timing=timing, baseline_latency_ms=0.0122),
+        # liger passed here but was not timed beside (it failed to run there): the rows alone decide, not quack's
+        WorkloadResult(uuid=u4, axes={}, status="PASSED", latency_ms=0.005, timing=timing, baseline_latency_ms=0.0121,
+                       beside_ms={"peer:quack": 0.0066}),
     ])
     compare_with_peers(cand, trusted, TASK)
-    w1, w2, w3 = cand.workloads
+    w1, w2, w3, w4 = cand.workloads
     assert (w1.best_peer, w1.best_peer_latency_ms, w1.best_peer_beside) == ("peer:liger", 0.0049, True)
     assert abs(w1.speedup_vs_best_peer - 0.98) < 1e-9
     assert (w2.best_peer, w2.best_peer_latency_ms) == ("peer:liger", 0.0051)
     assert (w3.best_peer, w3.best_peer_latency_ms, w3.best_peer_beside) == ("peer:liger", 0.0042, False)
+    assert (w4.best_peer, w4.best_peer_latency_ms, w4.best_peer_beside) == ("peer:liger", 0.0041, False)
     # 0.1 us apart beside it: inside the placement noise, as any two short rows
     assert w1.unsettled.startswith("within placement noise") and w2.unsettled.startswith("within placement noise")

@@ -551,11 +551,16 @@ def compare_with_peers(res: SolutionResult, earlier: list[SolutionResult], task:
                 if w.uuid not in best or w.latency_ms < best[w.uuid][1]:
                     best[w.uuid] = (r.name, w.latency_ms)
     speedups, weights = [], []
+    # the rows --peers-beside times beside a candidate (evaluate: peers and torch.compile, not the dynamic one)
+    beside_rows = {r.name for r in trusted if r.role in ("peer", "torch.compile")
+                   and not r.name.startswith("torch.compile(dynamic")}
     res.timing_asymmetry_ms = asymmetry_ms(res.workloads, trusted) if res.role == "candidate" else None
     for w in res.workloads:
         # Rows timed beside this candidate (--peers-beside: its rotation, the same kind of memory) decide
         # where there are any, the baseline beside it among them; only rows that PASSED there on their own.
         near = {n: ms for n, ms in (w.beside_ms or {}).items() if ms and n in passed.get(w.uuid, ())}
+        if set(near) != {n for n in beside_rows if n in passed.get(w.uuid, ())}:
+            near = {}  # a row that passed here was not timed beside: all of them alone, or the fastest may be missing
         if near and w.baseline_latency_ms and "baseline" in passed.get(w.uuid, ()):
             near["baseline"] = w.baseline_latency_ms
         pick = min(near.items(), key=lambda kv: kv[1]) if near else best.get(w.uuid)
