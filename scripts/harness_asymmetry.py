@@ -6,8 +6,8 @@ with the candidate's runner: each candidate workload's ``baseline_latency_ms``).
 conditions: whatever separates them also separates a candidate from a peer timed alone, the comparison issue
 21's targets rest on (kernelcraft/measure/stability.py reads it per workload).
 
-    python scripts/harness_asymmetry.py results/h100/catalog-2026-12-06-s19b/chain*/catalog/*.json
-    python scripts/harness_asymmetry.py RECORDS --short-ms 0.02     # rows whose baseline is under 20 us (default)
+    PYTHONPATH=src python scripts/harness_asymmetry.py results/h100/catalog-2026-12-06-s19b/chain*/catalog/*.json
+    PYTHONPATH=src python scripts/harness_asymmetry.py RECORDS --short-ms 0.02   # baseline under 20 us (default)
 
 Prints, per record, the beside-minus-alone differences (us) over the candidates' workloads where the baseline
 alone is under ``--short-ms``, then over all records: median, mean, and how many are positive.
@@ -21,21 +21,14 @@ import statistics
 import sys
 from pathlib import Path
 
+from kernelcraft.measure import stability
+
 
 def differences(record: dict, short_ms: float) -> list[float]:
-    base = next((s for s in record.get("solutions", []) if s.get("role") == "baseline"), None)
-    if base is None:
-        return []
-    alone = {w["uuid"]: w.get("latency_ms") for w in base.get("workloads", []) if w.get("status") == "PASSED"}
-    out = []
-    for s in record["solutions"]:
-        if s.get("role") != "candidate":
-            continue
-        for w in s.get("workloads", []):
-            beside, a = w.get("baseline_latency_ms"), alone.get(w["uuid"])
-            if beside and a and a < short_ms:
-                out.append((beside - a) * 1e3)
-    return out
+    """Beside minus alone (us) over every candidate's workloads (kernelcraft.measure.stability.asymmetry_pairs)."""
+    rows = record.get("solutions", [])
+    return [d * 1e3 for s in rows if s.get("role") == "candidate"
+            for d in stability.asymmetry_pairs(s.get("workloads") or [], rows, short_ms)]
 
 
 def main() -> int:

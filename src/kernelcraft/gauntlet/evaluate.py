@@ -85,10 +85,15 @@ def baseline_solution(task: Task) -> Solution:
 COMPILE_MODES = ("default", "max-autotune-no-cudagraphs", "reduce-overhead", "max-autotune", "dynamic")
 
 
+def compile_solution_name(mode: str = "default") -> str:
+    """The row name of the torch.compile row in ``mode``."""
+    return "torch.compile" if mode == "default" else f"torch.compile({mode})"
+
+
 def compile_solution(task: Task, mode: str = "default") -> Solution:
     """The reference under torch.compile: one graph per workload shape (``dynamic=False``), in
     ``mode``; ``dynamic`` is the old behaviour, one graph with symbolic sizes for every shape."""
-    name = "torch.compile" if mode == "default" else f"torch.compile({mode})"
+    name = compile_solution_name(mode)
     return Solution(
         name=name, definition=task.definition.name, author="torch",
         spec=BuildSpec(language="python", entry_point="reference.py::run", destination_passing_style=False),
@@ -120,6 +125,12 @@ def peer_entries(task: Task, only: list[str] | None = None) -> list[tuple[str, S
 TRUSTED_ROLES = ("baseline", "torch.compile", "peer")
 
 
+def timed_beside(role: str, name: str) -> bool:
+    """A trusted row ``--peers-beside`` times again beside each candidate: a peer or a static torch.compile
+    row (the dynamic one, ``compile_entry(task, "dynamic")``, is the weak row no verdict stands on)."""
+    return role == "peer" or (role == "torch.compile" and name != compile_solution_name("dynamic"))
+
+
 def evaluate(task: Task, entries: list[tuple[str, Solution, str]], opts: Options,
              on_progress: Callable[[str, str], None] | None = None,
              on_result: Callable[[EvalReport], None] | None = None,
@@ -136,8 +147,7 @@ def evaluate(task: Task, entries: list[tuple[str, Solution, str]], opts: Options
     results: dict[int, SolutionResult] = {}
     preps: dict[int, Prepared] = {}
     beside = [{"role": e[0], "name": e[1].name, **(e[3] if len(e) > 3 and e[3] else {})} for e in entries
-              if e[0] in ("peer", "torch.compile") and not (e[3] if len(e) > 3 and e[3] else {}).get("compile_dynamic")
-              ] if opts.peers_beside and opts.time_it else []
+              if timed_beside(e[0], e[1].name)] if opts.peers_beside and opts.time_it else []
     for i, entry in enumerate(entries):
         role, sol, path = entry[:3]
         options = entry[3] if len(entry) > 3 else None
@@ -551,9 +561,7 @@ def compare_with_peers(res: SolutionResult, earlier: list[SolutionResult], task:
                 if w.uuid not in best or w.latency_ms < best[w.uuid][1]:
                     best[w.uuid] = (r.name, w.latency_ms)
     speedups, weights = [], []
-    # the rows --peers-beside times beside a candidate (evaluate: peers and torch.compile, not the dynamic one)
-    beside_rows = {r.name for r in trusted if r.role in ("peer", "torch.compile")
-                   and not r.name.startswith("torch.compile(dynamic")}
+    beside_rows = {r.name for r in trusted if timed_beside(r.role, r.name)}
     res.timing_asymmetry_ms = asymmetry_ms(res.workloads, trusted) if res.role == "candidate" else None
     for w in res.workloads:
         # Rows timed beside this candidate (--peers-beside: its rotation, the same kind of memory) decide

@@ -44,6 +44,7 @@ Unsettled workloads are recorded
 
 from __future__ import annotations
 
+import statistics
 from collections.abc import Iterable, Mapping
 
 SPREAD_MAX = 1.3  # p75/p25 above this: two populations of samples
@@ -95,10 +96,10 @@ def _asymmetry(timing: Mapping | None, latency_ms: float | None, trusted: list[t
                asym: float | None) -> str:
     """A short candidate row behind the fastest short trusted row by less than the baseline's slowdown beside
     the candidate (``asym`` > 0), or ahead of it by less than the baseline's speed-up there (< 0)."""
-    rows = [(n, (t or {}).get("median_ms")) for n, t in trusted if _short_cuda(t, (t or {}).get("median_ms"))]
-    if not rows or not _short_cuda(timing, latency_ms) or not asym:
+    fastest = _fastest_short(trusted)
+    if fastest is None or not _short_cuda(timing, latency_ms) or not asym:
         return ""
-    name, best = min(rows, key=lambda r: r[1])
+    name, best = fastest
     gap = latency_ms - best
     if gap == 0 or (gap > 0) != (asym > 0) or abs(asym) < abs(gap):
         return ""
@@ -109,22 +110,23 @@ def _asymmetry(timing: Mapping | None, latency_ms: float | None, trusted: list[t
             "decides nothing")
 
 
-def asymmetry_ms(workloads: Iterable, trusted_rows: Iterable) -> float | None:
-    """The median over ``workloads`` (a candidate's, records' dicts or pydantic models) of the baseline timed
-    beside the candidate (``baseline_latency_ms``) minus the baseline's own row at the same workload, where that
-    row is a CUDA timing under ``ASYM_SHORT_MS``; None with fewer than ``ASYM_MIN_N`` such workloads."""
+def asymmetry_pairs(workloads: Iterable, trusted_rows: Iterable, short_ms: float = ASYM_SHORT_MS) -> list[float]:
+    """Over ``workloads`` (a candidate's, records' dicts or pydantic models): the baseline timed beside the
+    candidate (``baseline_latency_ms``) minus the baseline's own row at the same workload (ms), where that row
+    is a CUDA timing under ``short_ms``."""
     base = next((r for r in trusted_rows if (_get(r, "role") or _get(r, "name")) == "baseline"), None)
     if base is None:
-        return None
+        return []
     alone = {_get(w, "uuid"): _get(w, "latency_ms") for w in _get(base, "workloads") or []
              if _get(w, "status") == "PASSED" and _short_cuda(_get(w, "timing"), _get(w, "latency_ms"))}
-    diffs = sorted(_get(w, "baseline_latency_ms") - alone[_get(w, "uuid")] for w in workloads
-                   if _get(w, "baseline_latency_ms") and alone.get(_get(w, "uuid"))
-                   and alone[_get(w, "uuid")] < ASYM_SHORT_MS)
-    if len(diffs) < ASYM_MIN_N:
-        return None
-    mid = len(diffs) // 2
-    return diffs[mid] if len(diffs) % 2 else (diffs[mid - 1] + diffs[mid]) / 2
+    return [_get(w, "baseline_latency_ms") - alone[_get(w, "uuid")] for w in workloads
+            if _get(w, "baseline_latency_ms") and alone.get(_get(w, "uuid")) and alone[_get(w, "uuid")] < short_ms]
+
+
+def asymmetry_ms(workloads: Iterable, trusted_rows: Iterable) -> float | None:
+    """The median of :func:`asymmetry_pairs`; None with fewer than ``ASYM_MIN_N`` of them."""
+    diffs = asymmetry_pairs(workloads, trusted_rows)
+    return statistics.median(diffs) if len(diffs) >= ASYM_MIN_N else None
 
 
 def _short_cuda(t: Mapping | None, median: float | None) -> bool:
@@ -132,13 +134,19 @@ def _short_cuda(t: Mapping | None, median: float | None) -> bool:
             and str((t or {}).get("method", "")).startswith("cuda"))
 
 
+def _fastest_short(trusted: Iterable[tuple[str, Mapping | None]]) -> tuple[str, float] | None:
+    """(name, median) of the fastest trusted row that is a short CUDA row, or None."""
+    rows = [(n, (t or {}).get("median_ms")) for n, t in trusted if _short_cuda(t, (t or {}).get("median_ms"))]
+    return min(rows, key=lambda r: r[1]) if rows else None
+
+
 def _placement(timing: Mapping | None, latency_ms: float | None,
                trusted: Iterable[tuple[str, Mapping | None]]) -> str:
     """The candidate and the fastest trusted row, both short CUDA rows, closer than PLACEMENT_MS."""
-    rows = [(n, (t or {}).get("median_ms")) for n, t in trusted if _short_cuda(t, (t or {}).get("median_ms"))]
-    if not rows or not _short_cuda(timing, latency_ms):
+    fastest = _fastest_short(trusted)
+    if fastest is None or not _short_cuda(timing, latency_ms):
         return ""
-    name, best = min(rows, key=lambda r: r[1])
+    name, best = fastest
     gap = latency_ms - best
     if abs(gap) >= PLACEMENT_MS:
         return ""
