@@ -12,6 +12,9 @@ export PYTHONUNBUFFERED=1
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 start=$(date +%s)
 left() { echo $(( ${DEADLINE:-540} - ($(date +%s) - start) )); }
+# Stash the first cutlass-cu13 part when it was carried (session 22's H100 chain: calls 2-4 as h200_s19_chain1.sh
+# with TASKS=" ", h200_s20_chain3.sh, h200_s20_chain4.sh join and install it).
+if ls .whl-peers/parts/*.part-00 > /dev/null 2>&1; then mkdir -p /tmp/whl-parts && cp .whl-peers/parts/*.part-00 /tmp/whl-parts/; fi
 source scripts/device_wheels.sh
 PEER_WHEELS=.whl-peers/c1 source scripts/peer_wheels.sh small > "$OUT/peer_wheels.log" 2>&1 \
   || echo "peer wheels: install failed (see peer_wheels.log)"
