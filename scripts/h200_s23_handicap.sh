@@ -30,17 +30,7 @@ for t in ${TASKS:-rmsnorm layernorm silu_mul}; do
     $A/$t/aa/aa_liger.py $A/$t/aa/aa_liger2.py --with-baseline --device cuda --peers --peer liger --peer self \
     --budget-ms 100 --no-confirm --json "$OUT/$t.json" > "$OUT/$t.log" 2>&1
   echo "rc $? $(( $(date +%s) - t0 )) s"
-  python3 - "$OUT/$t.json" "${SOL[$t]%.py}" <<'PY'
-import json, statistics, sys
-d = json.load(open(sys.argv[1]))
-rows = {s["name"]: s for s in d["solutions"]}
-lat = {n: {w["uuid"]: w.get("latency_ms") for w in s.get("workloads") or []} for n, s in rows.items()}
-def diff(a, b):
-    ds = [(lat[a][u] - lat[b][u]) * 1e3 for u in lat.get(a, {}) if lat[a][u] and lat.get(b, {}).get(u)]
-    return f"{a} - {b}: median {statistics.median(ds):+.2f} us over {len(ds)} rows {[round(x, 2) for x in ds]}" if ds else f"{a} - {b}: -"
-for a, b in (("aa_liger", "peer:liger"), ("aa_liger2", "peer:liger"), ("aa_liger2", "aa_liger"), (sys.argv[2], "peer:self")):
-    print(" ", diff(a, b))
-PY
+  python3 scripts/aa_handicap.py "$OUT/$t.json" --pair "${SOL[$t]%.py}=peer:self"
 done 2>&1 | tee "$OUT/handicap.txt"
 echo "=== done in $(( $(date +%s) - start )) s"
 bash scripts/pack_out.sh
