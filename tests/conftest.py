@@ -108,14 +108,22 @@ def small_tasks(tmp_path_factory) -> dict[str, Path]:
     return {name: small_task(name, base) for name in SMALL_AXES}
 
 
-# The files that take longest on the 2-core CI machine (--durations, 2026-12-02), longest first. xdist
-# (--dist loadfile --no-loadscope-reorder, scripts/test.sh) hands files to its workers in collection
-# order, so these start first and the run does not end on one worker finishing a long file while the
-# other idles: xdist's own reorder (most tests first) put test_e2e_gdn's 100 s, with 5 tests, at the end.
-LONGEST_FIRST = ("test_gauntlet_cpu.py", "test_e2e_gdn.py", "test_capture.py", "test_import_kernelbench.py",
-                 "test_catalog2.py", "test_linear_attention.py", "test_kernelbench_real.py", "test_scale.py",
-                 "test_static.py", "test_requests.py", "test_optimize.py", "test_e2e_qwen3_next.py",
-                 "test_interop_fib.py", "test_review.py")
+# The files that take longest on the 2-core CI machine, longest first (per-file sums of two full
+# `scripts/test.sh` runs, 2026-12-06; every file of 13 s or more). xdist (--dist loadfile
+# --no-loadscope-reorder, scripts/test.sh) hands files to its workers in collection order, so these start
+# first and the small files (the rest, in collection order) fill in at the end: longest-processing-time
+# order, in which the two workers end within seconds of each other. The older, shorter list left
+# test_task_loading (~95 s of `kc task check` calls) and test_interop_fib to the end, where one worker ran
+# them while the other idled (~20-35 s of the wall time). xdist's own reorder (most tests first) put
+# test_e2e_gdn's 100 s, with 5 tests, at the end.
+LONGEST_FIRST = ("test_gauntlet_cpu.py", "test_requests.py", "test_linear_attention.py", "test_task_loading.py",
+                 "test_interop_fib.py", "test_kernelbench_real.py", "test_scale.py", "test_e2e_gdn.py",
+                 "test_import_kernelbench.py", "test_catalog2.py", "test_optimize.py", "test_review.py",
+                 "test_capture.py", "test_e2e_qwen3_next.py", "test_export.py", "test_memory.py", "test_report.py",
+                 "test_integrity.py", "test_e2e_regions.py", "test_cli_first_hour.py", "test_web_api.py",
+                 "test_static.py", "test_sanitize.py", "test_agents_llm.py", "test_fib_faithful.py",
+                 "test_adversarial.py", "test_peers_beside.py", "test_judged_sources.py", "test_profile.py",
+                 "test_e2e.py", "test_calling_convention.py", "test_export_triton_op.py")
 
 
 def pytest_collection_modifyitems(config, items):

@@ -17,7 +17,9 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
+from kernelcraft.gauntlet.static import check_static
 from kernelcraft.interop.kernelbench import import_kernelbench
+from kernelcraft.solution import load_solution
 from kernelcraft.task import load_task
 from kernelcraft.task.inputs import make_inputs
 
@@ -78,6 +80,11 @@ def test_folders_load_and_pass_task_check(imported):
         assert d.op_type == "kernelbench" and "source:kernelbench" in d.tags
         assert task.readme_path is not None and len(task.workloads) >= 1
         assert not task.warnings
+        # any solution an imported task holds passes the static gate (tests/test_static.py's zero false
+        # rejections, checked here where the import already ran; the importer writes none today)
+        for p in task.solution_paths():
+            v = check_static(load_solution(p, d.name))
+            assert v.passed, (name, p, v.reason)
     procs = _parallel(lambda n: kc("task", "check", out / n), sorted(CONVERTIBLE))
     for name, proc in procs.items():
         assert proc.returncode == 0, f"{name}:\n{proc.stdout}{proc.stderr}"

@@ -13,7 +13,6 @@ import pytest
 
 from kernelcraft.gauntlet import static_cxx
 from kernelcraft.gauntlet.static import check_static
-from kernelcraft.interop.kernelbench import import_kernelbench
 from kernelcraft.solution import BuildSpec, Solution, SourceFile, load_solution, pack_python_file
 from kernelcraft.solution.cubin import find_nvcc
 from kernelcraft.task import load_task
@@ -314,13 +313,15 @@ def _honest_solutions(tmp_path) -> list[tuple[str, Solution]]:
     records = [*(FIXTURES / "fib_solutions").glob("*.json"), *(FIXTURES / "fib_dataset" / "solutions").rglob("*.json")]
     found += [(str(p), Solution.model_validate(json.loads(p.read_text()))) for p in records]
     found += [(str(p), load_solution(p, "rmsnorm_bf16_h4096")) for p in sorted((FIXTURES / "sanitize").iterdir())]
-    # the importers' output: FlashInfer-Trace tasks with their solutions, KernelBench tasks
+    # the importers' output: FlashInfer-Trace tasks with their solutions. (KernelBench tasks add nothing here:
+    # the importer writes no solutions, and their generated baseline.py is harness code the gate refuses by
+    # design, a trusted row; importing tests/fixtures/kernelbench again cost ~20 s for an empty list. The
+    # solutions of the tasks it writes are checked where it runs: tests/test_import_kernelbench.py.)
     out = tmp_path / "fib"
     proc = subprocess.run([sys.executable, "-m", "kernelcraft", "import", "fib", str(FIXTURES / "fib_dataset"),
                            "--out", str(out)], capture_output=True, text=True, cwd=ROOT)
     assert proc.returncode == 0, proc.stderr
-    kb = import_kernelbench([FIXTURES / "kernelbench"], tmp_path / "kb", seed=0)
-    for task_dir in [*sorted(out.iterdir()), *kb.converted]:
+    for task_dir in sorted(out.iterdir()):
         task = load_task(task_dir)
         found += [(str(p), load_solution(p, task.definition.name)) for p in task.solution_paths()]
     for d in ("foreign_fused_add_rmsnorm", "kda_gelu_request", *[p.name for p in sorted(out.iterdir())]):
