@@ -58,6 +58,10 @@ class Options:
     # of the judge's (the same kind of memory as the candidate's); x best peer then compares rows timed under
     # the same conditions (measure/stability.py: the asymmetry it removes)
     peers_beside: bool = False
+    # where trusted rows (baseline, torch.compile, peers) time their calls: "judge" (in the judging process, as
+    # before) or "runner" (each in a runner process of its own, the candidate's path: inputs the judge writes
+    # to a shared arena, a sync, the hop; measure/stability.py, AGENTS.md session 23: the candidate's handicap)
+    trusted_timing: str = "judge"
 
 
 def static_gate_off() -> bool:
@@ -309,6 +313,9 @@ class Prepared:
             self.res.sandbox = meta["sandbox"]
         if isinstance(meta.get("implementation"), dict):
             self.res.implementation = meta["implementation"]
+        if meta.get("timing_process") in ("runner", "judge"):
+            self.res.timing_process = meta["timing_process"]
+            self.res.timing_process_reason = str(meta.get("timing_process_reason") or "")[:2000]
         if isinstance(meta.get("confirmation"), dict):
             _confirmation(self.res, meta["confirmation"], task)
         if isinstance(meta.get("beside_unavailable"), dict):
@@ -383,7 +390,8 @@ def prepare(task: Task, role: str, sol: Solution, path: str, seed: int, opts: Op
                    log_path=str(Path(prep.logdir.name) / "worker.log"),
                    time_it=opts.time_it, timing=opts.timing or {},
                    holdouts=[h.model_dump(mode="json") for h in holdouts],
-                   options=dict(options or {}) | ({"confirm": opts.confirm} if role == "candidate" else {}))
+                   options=dict(options or {}) | ({"confirm": opts.confirm} if role == "candidate" else
+                                                  {"trusted_timing": opts.trusted_timing}))
     prep.timeouts = (opts.build_timeout_s or limits.build_timeout_s,
                      opts.workload_timeout_s or limits.workload_timeout_s)
     # The judge's own deadlines for its runner's replies sit inside the pool's for the judge's phases.

@@ -395,8 +395,12 @@ class _RemoteTimer(Remote):
     """The candidate's turn in the timing rotation: fresh inputs, one timed call in the runner, and
     (for the calls chosen secretly) the judge's check of what that call computed."""
 
-    def __init__(self, judge: Judge, subject: RemoteSubject, w: Workload, axes: dict[str, int], p: dict):
+    def __init__(self, judge: Judge, subject: RemoteSubject, w: Workload, axes: dict[str, int], p: dict,
+                 trusted: bool = False):
         self.judge, self.subject, self.w, self.axes = judge, subject, w, axes
+        # a trusted row's own code in its runner (Judge.timing_subject): the same turn, minus the audits
+        # and output checks (its outputs were checked by the judge; a peer may call torch ops)
+        self.trusted = trusted
         rng = random.Random(f"{judge.seed}:{w.uuid}:timed-checks")
         self.rng = rng
         forced = rng.sample(range(max(2, p["min_reps"])), 2)
@@ -412,6 +416,8 @@ class _RemoteTimer(Remote):
         return r.graph, r.graph_error
 
     def _ops(self, ops: dict[str, int], when: str) -> None:
+        if self.trusted:
+            return
         bad = self.judge.forbidden_ops(ops)
         if bad:
             raise Refused("REJECTED", f"[torch-compute] {when} the candidate called torch ops that compute: {bad}")
@@ -433,7 +439,7 @@ class _RemoteTimer(Remote):
             raise Refused("REJECTED", "[protocol] a timed call reported no time")
         self._ops(r.ops, f"in timed call {rep + 1}")
         check = rep in self.forced or self.rng.random() < CHECK_PROBABILITY
-        if check and self.failure is None:
+        if check and self.failure is None and not self.trusted:
             self._check(fresh, rep)
         return r.ms, r.tail_ms, r.noop_tail_ms
 
@@ -464,6 +470,9 @@ class Judge:
         # judge's (the same kind of memory as the candidate's, never mapped by its runner)
         self.beside: dict[str, tuple[Callable, Callable[..., tuple] | None]] = {}
         self.beside_failed: dict[str, str] = {}  # name -> why it could not be timed beside (kept out after)
+        # a trusted row's own code in a runner of its own (``--trusted-timing runner``): its timed calls go
+        # there, as a candidate's do; its checks stay with ``subject``, in this process
+        self.timing_subject: RemoteSubject | None = None
 
     def sync(self) -> None:
         if self.device.startswith("cuda"):
@@ -731,13 +740,15 @@ class Judge:
         if not self.device.startswith("cuda"):
             # The interpreter is slow; a handful of wall-clock samples is all a CPU row can claim.
             p["min_reps"] = min(p["min_reps"], 3)
-        self.subject.place(inputs, axes)
-        shared = self.subject.seen()  # what trusted functions time on: the same tensors
+        subject = self.timing_subject or self.subject
+        subject.place(inputs, axes)
+        shared = subject.seen()  # what trusted functions time on: the same tensors
         fns: dict[str, Callable[[], object]] = {}
         remote: dict[str, Remote] = {}
         timer = None
-        if isinstance(self.subject, RemoteSubject):
-            timer = remote["candidate"] = _RemoteTimer(self, self.subject, w, axes, p)
+        if isinstance(subject, RemoteSubject):
+            timer = remote["candidate"] = _RemoteTimer(self, subject, w, axes, p,
+                                                       trusted=subject is self.timing_subject)
         else:
             fns["candidate"] = self.subject.timed()
         if self.role != "baseline" and self.baseline is not None:
@@ -783,7 +794,7 @@ class Judge:
         out = {"status": "PASSED", "gate": "timing", "latency_ms": cand.median_ms,
                "baseline_latency_ms": base.median_ms if base is not None else None,
                "reference_latency_ms": t["reference"].median_ms, "timing": cand.to_dict()}
-        if timer is not None:
+        if timer is not None and not timer.trusted:
             out["timing"]["checked_reps"] = timer.checked
         beside = {n.removeprefix(BESIDE): t[n].median_ms for n in t if n.startswith(BESIDE) and t[n].median_ms}
         if beside:

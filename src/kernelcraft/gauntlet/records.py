@@ -95,6 +95,11 @@ class SolutionResult(_Record):
     # GPU: Nsight Compute's kernel time per workload against the reported latency (gauntlet.confirm)
     confirmation: dict | None = None
     implementation: dict | None = None  # a trusted row's library and version (peers, torch.compile's mode)
+    # where this row's timed calls ran: "runner" (a process of its own, on inputs the judge wrote to a shared
+    # arena: every candidate, and a trusted row with --trusted-timing runner) or "judge" (a trusted row timed by
+    # the judging process itself); None: not timed, or a record older than this field
+    timing_process: str | None = None
+    timing_process_reason: str = ""  # why a trusted row asked to be timed in a runner was timed in the judge
     validation: dict | None = None  # a request's own verifier ([validate]): status, command, exit code, output's tail
     # the judge's slow reference calls read back from its cache instead of run again (gauntlet/refcache.py):
     # hits, stored, rejected (an entry whose signature failed); None: the cache was not used

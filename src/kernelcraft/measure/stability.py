@@ -115,7 +115,10 @@ def asymmetry_pairs(workloads: Iterable, trusted_rows: Iterable, short_ms: float
     candidate (``baseline_latency_ms``) minus the baseline's own row at the same workload (ms), where that row
     is a CUDA timing under ``short_ms``."""
     base = next((r for r in trusted_rows if (_get(r, "role") or _get(r, "name")) == "baseline"), None)
-    if base is None:
+    if base is None or _get(base, "timing_process") == "runner":
+        # a baseline row timed in a runner (--trusted-timing runner) took the candidate's path: its own row
+        # against its copy timed by the judge beside a candidate is the judge's advantage, which no longer
+        # stands between the candidate and any trusted row
         return []
     alone = {_get(w, "uuid"): _get(w, "latency_ms") for w in _get(base, "workloads") or []
              if _get(w, "status") == "PASSED" and _short_cuda(_get(w, "timing"), _get(w, "latency_ms"))}

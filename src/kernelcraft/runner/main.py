@@ -10,6 +10,10 @@ the tolerances or a verdict: it gets inputs the judge made, in shared memory
 Requests (``op``) and what the reply carries:
 
 - ``build`` (``solution``): build and import the candidate; ``status``/``reason``.
+- ``trusted`` (``role``, ``solution``, ``options``, ``output_dtypes``): instead of ``build``, in a runner that
+  never gets a candidate: load a trusted row (the baseline, the reference under torch.compile, a peer with
+  its ``prepare``) from the sources sent, so that its timing goes through the same process hop, arena and
+  timer as a candidate's (:func:`kernelcraft.worker.child.trusted_timing_subject`); ``status``/``reason``.
 - ``arena`` (+ one descriptor; ``size``, ``inputs``, ``outputs``, ``dps``): map the judge's arena;
   the candidate's arguments become views of it. With ``reuse`` (no descriptor): new slots in the
   arena already mapped.
@@ -133,6 +137,7 @@ class Runner:
         self.sock, self.device, self.box = sock, device, box
         self.on_gpu = device.startswith("cuda")
         self.fn = None
+        self.prepare = None  # a trusted peer's prepare (``trusted``): the timed call's arguments, once per placement
         self.dps = False
         self.arena = None
         self.args: list[Any] = []
@@ -165,7 +170,7 @@ class Runner:
 
     # -- the loop ------------------------------------------------------------------------------
     def serve(self) -> None:
-        handlers = {"build": self.build, "arena": self.map_arena, "call": self.call, "time": self.prepare_timing,
+        handlers = {"build": self.build, "trusted": self.trusted, "arena": self.map_arena, "call": self.call, "time": self.prepare_timing,
                     "rep": self.rep, "collect": self.collect, "profile": self.profile, "validate": self.validate}
         wire.send(self.sock, {"event": "ready", "sandbox": self.box.record()})
         while True:
@@ -225,6 +230,39 @@ class Runner:
             tampered = f"[threads] the import left {checks.python_threads() - threads} Python thread(s) running"
         if tampered:
             return {"status": "REJECTED", "reason": "on import: " + tampered}
+        return {"status": "PASSED", "reason": ""}
+
+    def trusted(self, msg: dict, fds: list[int]) -> dict:
+        """A trusted row's function, loaded here as the judge loads it (``worker.child.trusted_fn``), from
+        the sources the judge sent (this process cannot read the task folder). Only a runner that never
+        built a candidate is asked: its verdicts are still the judge's, from the judge's own checks."""
+        from kernelcraft.solution._traceback import candidate_traceback
+        from kernelcraft.solution.model import Solution
+        from kernelcraft.worker import child
+
+        if self.fn is not None:
+            return {"status": "REJECTED", "reason": "[protocol] a runner loads one solution"}
+        solution = Solution.model_validate(msg["solution"])
+        role = msg["role"]
+        self.dps, self.language = False, solution.spec.language
+        self.input_names, self.output_names = msg["inputs"], msg["outputs"]
+        self._take_device()
+        folder = self.box.scratch / "trusted"
+        sub = folder / "peers" if role == "peer" else folder
+        sub.mkdir(parents=True, exist_ok=True)
+        for f in solution.sources:
+            rel = Path(f.path)
+            if rel.is_absolute() or ".." in rel.parts or len(rel.parts) != 1:
+                return {"status": "REJECTED", "reason": f"[protocol] a trusted source path {f.path!r}"}
+            (sub / rel).write_text(f.content, encoding="utf-8")
+        entry = solution.spec.entry_point.split("::")[0]
+        try:
+            self.fn, self.prepare = child.trusted_fn(role, dict(msg.get("options") or {}), self.device,
+                                                     folder=folder, entry=entry,
+                                                     output_dtypes=list(msg.get("output_dtypes") or []))
+        except BaseException as e:  # noqa: BLE001 - the judge then times this row itself, saying why
+            self.fn = self.prepare = None
+            return {"status": "SKIPPED", "reason": candidate_traceback(e)[-2000:]}
         return {"status": "PASSED", "reason": ""}
 
     def map_arena(self, msg: dict, fds: list[int]) -> dict:
@@ -342,6 +380,11 @@ class Runner:
         from kernelcraft.solution._traceback import candidate_traceback
 
         args = self._args()
+        if self.prepare is not None:  # a trusted peer's: outside timing, as the judge's own row does it
+            try:
+                args = list(self.prepare(*args))
+            except BaseException as e:  # noqa: BLE001
+                return {"error": candidate_traceback(e)}
         fn = (lambda: self.fn(*args, *[v for v in self.out_views if v is not None])) if self.dps \
             else (lambda: self.fn(*args))
         # The op audit watches the warm-up and the capture as it watches checks: a candidate that

@@ -330,24 +330,29 @@ def _compile_verdict(fn, result: dict) -> dict:
     return result
 
 
+def compiled_reference(reference, dtypes: list, options: dict) -> tuple:
+    """(function, what the record says of it): the reference under torch.compile as its trusted row runs
+    it, in the judge or in a runner of its own (``trusted_fn``)."""
+    import torch
+    import torch._dynamo
+
+    # One graph per shape (dynamic=False): every workload compiled for its own sizes, as a user
+    # tuning for a shape would; recompiles happen in the checks and warm-up, never in timing.
+    torch._dynamo.config.cache_size_limit = max(torch._dynamo.config.cache_size_limit, 256)
+    if hasattr(torch._dynamo.config, "recompile_limit"):
+        torch._dynamo.config.recompile_limit = max(torch._dynamo.config.recompile_limit, 256)
+    mode = options.get("compile_mode") or None
+    dynamic = bool(options.get("compile_dynamic", False))
+    info = {"library": "torch", "version": torch.__version__, "mode": mode or "default", "dynamic": dynamic}
+    return _compile_guarded(torch.compile(_as_declared(reference, dtypes), dynamic=dynamic, mode=mode)), info
+
+
 def _trusted_fn(job: Job, task, reference, baseline) -> tuple:
     """(function, prepare or None, what the record says of it) of a trusted row: the baseline, the
     reference under torch.compile, or a peer."""
-    import torch
-
     if job.role == "baseline":
         return baseline, None, {}
     if job.role == "torch.compile":
-        import torch._dynamo
-
-        # One graph per shape (dynamic=False): every workload compiled for its own sizes, as a user
-        # tuning for a shape would; recompiles happen in the checks and warm-up, never in timing.
-        torch._dynamo.config.cache_size_limit = max(torch._dynamo.config.cache_size_limit, 256)
-        if hasattr(torch._dynamo.config, "recompile_limit"):
-            torch._dynamo.config.recompile_limit = max(torch._dynamo.config.recompile_limit, 256)
-        mode = job.options.get("compile_mode") or None
-        dynamic = bool(job.options.get("compile_dynamic", False))
-        info = {"library": "torch", "version": torch.__version__, "mode": mode or "default", "dynamic": dynamic}
         module = sys.modules.get(getattr(reference, "__module__", "") or "")
         declared = getattr(module, "TORCH_COMPILE_SKIP", None)
         if declared:  # the task says why compiling its reference cannot finish (no attempt is made)
@@ -355,13 +360,61 @@ def _trusted_fn(job: Job, task, reference, baseline) -> tuple:
         from kernelcraft.task.dtypes import torch_dtype
 
         dtypes = [torch_dtype(spec.dtype) for spec in task.definition.outputs.values()]
-        return _compile_guarded(torch.compile(_as_declared(reference, dtypes), dynamic=dynamic, mode=mode)), None, info
+        fn, info = compiled_reference(reference, dtypes, job.options)
+        return fn, None, info
     if job.role == "peer":
         from kernelcraft.task.peers import load_peer
 
         peer = load_peer(task.root, job.options["peer"], job.device)
         return peer.run, peer.prepare, peer.info
     raise ValueError(f"no trusted function for role {job.role!r}")
+
+
+def trusted_fn(role: str, options: dict, device: str, *, folder: Path, entry: str,
+               output_dtypes: list[str]) -> tuple:
+    """(function, prepare or None) of a trusted row loaded from its sources written to ``folder`` (a
+    runner's scratch: ``entry`` the baseline's or reference's file, a peer's under ``folder/peers``), as
+    :func:`_trusted_fn` loads it in the judge from the task folder."""
+    if role == "baseline":
+        return _import_file(folder / entry, "kc_baseline").run, None
+    if role == "torch.compile":
+        from kernelcraft.task.dtypes import torch_dtype
+
+        reference = _import_file(folder / entry, "kc_reference").run
+        fn, _ = compiled_reference(reference, [torch_dtype(d) for d in output_dtypes], options)
+        return fn, None
+    if role == "peer":
+        from kernelcraft.task.peers import load_peer
+
+        peer = load_peer(folder, options["peer"], device)
+        return peer.run, peer.prepare
+    raise ValueError(f"no trusted function for role {role!r}")
+
+
+def trusted_timing_subject(runner, job: Job, task, judge) -> tuple:
+    """(subject, why not): a trusted row's timing subject in the runner this job was forked with, loaded
+    with the row's own code (the runner's ``trusted`` request), so that the row's timed calls take the
+    same path as a candidate's: fresh inputs written by the judge into a shared arena, a sync, a hop to
+    another process, its timer (``--trusted-timing runner``; session 23's A/A on the H200: the same code
+    read +0.26-0.32 us slower as a candidate than as the judge's own row, and two runner copies agreed
+    within 0.06 us). None and the reason when the runner cannot load it: the judge then times the row
+    itself, as before, and the record says so."""
+    from kernelcraft.gauntlet.judge import Refused, RemoteSubject
+    from kernelcraft.runner import protocol
+
+    d = task.definition
+    try:
+        runner.wait_ready(job.build_timeout_s)
+        sub = RemoteSubject(runner, judge, False, job.workload_timeout_s)
+        r = sub._ask("trusted", protocol.BuildReply, timeout=job.build_timeout_s, role=job.role,
+                     solution=job.solution, options={k: v for k, v in job.options.items() if k != "beside"},
+                     inputs=list(d.inputs), outputs=list(d.outputs),
+                     output_dtypes=[spec.dtype for spec in d.outputs.values()])
+    except Refused as e:
+        return None, f"{e.status}: {e.reason}"[:2000]
+    if r.status != "PASSED":
+        return None, (r.reason or r.status)[:2000]
+    return sub, ""
 
 
 def _beside_fns(job: Job, task, reference, baseline) -> tuple[dict, dict[str, str]]:
@@ -445,7 +498,9 @@ def _run(conn, job: Job, runner) -> None:
             send(conn, "build", built.status, built.reason)
             return
     else:
-        if runner is not None:
+        # --trusted-timing runner: this row's timed calls go through the runner it was forked with, loaded
+        # with the row's own code (never a candidate's), as a candidate's do; its checks stay here
+        if runner is not None and not (job.time_it and job.options.get("trusted_timing") == "runner"):
             runner.close()
             runner = None
         try:
@@ -536,11 +591,31 @@ def _run(conn, job: Job, runner) -> None:
             sizes = [judge.arena_bytes(w) for w in workloads]
         except Exception:  # noqa: BLE001 - place() sizes each arena itself
             sizes = []
-        subject.reserve(sizes)
+        if job.role == "candidate":
+            send(conn, "meta", {"timing_process": "runner"})
+        elif runner is not None:
+            judge.timing_subject, why = trusted_timing_subject(runner, job, task, judge)
+            send(conn, "meta", {"timing_process": "runner" if judge.timing_subject is not None else "judge"}
+                 | ({"timing_process_reason": "the runner could not load this row: " + why} if why else {}))
+        else:
+            send(conn, "meta", {"timing_process": "judge"})
+        (judge.timing_subject or subject).reserve(sizes)
         for w in workloads:
             current = ("timing", w.uuid)
             send(conn, "phase", "timing", w.uuid, cpu_seconds())
-            result = _compile_verdict(trusted, judge.time(w, **job.timing))
+            if judge.timing_subject is not None:
+                try:
+                    result = _compile_verdict(trusted, judge.time(w, **job.timing))
+                except Refused as e:  # the runner's failure, not the row's: the judge times it itself
+                    result = {"status": e.status, "reason": e.reason}
+                if result["status"] != "PASSED":
+                    judge.timing_subject.close()
+                    judge.timing_subject = None
+                    send(conn, "meta", {"timing_process": "judge", "timing_process_reason": (
+                        f"timed in its runner until workload {w.uuid[:8]}, where that failed "
+                        f"({result['status']}: {str(result.get('reason', ''))[:1500]}); timed here from there on")})
+            if judge.timing_subject is None:
+                result = _compile_verdict(trusted, judge.time(w, **job.timing))
             if baseline_missing and job.role == "candidate":
                 result["baseline_unavailable"] = baseline_missing
             if result["status"] == "PASSED":
@@ -576,6 +651,8 @@ def _run(conn, job: Job, runner) -> None:
     finally:
         if isinstance(subject, RemoteSubject):
             subject.close()
+        if judge.timing_subject is not None:
+            judge.timing_subject.close()
 
 
 class _Confirmer:
