@@ -10,7 +10,7 @@
 #    prefill 1 x SEQ tokens then decode 1 token after a cache of SEQ, eager and --compile, writing
 #    the top regions' task folders (or catalog links) to $OUT/capture/<model>-<mode>/;
 # 2. kernelcraft e2e of the exported RMSNorm kernel (KERNEL from RECORD, default cuda_vec8 from the
-#    committed results/h200/rmsnorm.json) in the Llama-3-8B stack, eager and compiled, prefill
+#    committed results/h200/history-2026-12-01/rmsnorm.json) in the Llama-3-8B stack, eager and compiled, prefill
 #    (1 x SEQ) and decode-shaped (8 x 1), to $OUT/e2e_*.json.
 #
 # Needs, carried in .whl/ (git-ignored): the base wheels AGENTS.md lists and .whl/e2e/ from
@@ -68,7 +68,7 @@ done
   [ "${KC_NO_PACK:-0}" = 1 ] || bash scripts/pack_out.sh; exit 0; }
 
 KERNEL=${KERNEL:-rmsnorm_bf16_h4096_cuda_vec8}
-RECORD=${RECORD:-results/h200/rmsnorm.json}
+RECORD=${RECORD:-results/h200/history-2026-12-01/rmsnorm.json}  # has rmsnorm_bf16_h4096_cuda_vec8 (the top-level record has not since session 23)
 rm -rf "$W/export"
 step export 60 python3 -m kernelcraft export "$RECORD" "$W/export" --format torch-op --solution "$KERNEL"
 if [ -d "$W/export/src" ]; then

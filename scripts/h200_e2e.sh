@@ -3,7 +3,9 @@
 #
 #   bash scripts/h200_e2e.sh prepare   # expected 3-5 min (not yet run on the device): export KERNEL
 #                                      # (default rmsnorm_bf16_h4096_cuda_vec8) from RECORD (default the
-#                                      # committed results/h200/rmsnorm.json; EVAL=1 evaluates afresh) as a
+#                                      # committed results/h200/history-2026-12-01/rmsnorm.json, session 4's
+#                                      # record: results/h200/rmsnorm.json has no cuda_vec8 row since session
+#                                      # 23; EVAL=1 evaluates afresh) as a
 #                                      # torch-op wheel, install it into a fresh venv without kernelcraft,
 #                                      # run its shipped tests and a transformers Llama there
 #   bash scripts/h200_e2e.sh e2e       # expected 4-7 min: kernelcraft e2e with the exported package, Llama-3-8B
@@ -31,7 +33,7 @@ export KERNELCRAFT_CACHE=$W/kc_cache KERNELCRAFT_EXPORT_CACHE=$W/ext_cache TORCH
 kc() { python3 -m kernelcraft "$@"; }
 
 KERNEL=${KERNEL:-rmsnorm_bf16_h4096_cuda_vec8}  # a solution of the record; torch-binding CUDA or Triton
-RECORD=${RECORD:-results/h200/rmsnorm.json}
+RECORD=${RECORD:-results/h200/history-2026-12-01/rmsnorm.json}  # has rmsnorm_bf16_h4096_cuda_vec8 (the top-level record has not since session 23)
 
 if [ "$stage" = prepare ]; then
   nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv | tee "$OUT/nvidia-smi.txt"

@@ -195,8 +195,12 @@ def _summary_row(rec: dict, s: dict) -> str:
         from kernelcraft.measure import stability
 
         trusted = [t for t in rec["solutions"] if _role(t) != "candidate"]
-        n = sum(bool(stability.unsettled_at(s["name"], w, trusted))
-                for w in s.get("workloads") or [] if w.get("speedup_vs_best_peer") is not None)
+        # the record's own per-workload verdict where it has one (it counts the run's measured asymmetry, kc-timing/7
+        # records), else worked out from the samples with the candidate's asymmetry (older records)
+        asym = stability.asymmetry_ms(s.get("workloads") or [], trusted)
+        n = sum(bool(w["unsettled"] if w.get("unsettled") is not None else
+                     w.get("speedup_vs_best_peer") is not None and stability.unsettled_at(s["name"], w, trusted, asym))
+                for w in s.get("workloads") or [])
         head += f" ({n} unsettled)" if n else ""
     return f"| {s['name']} | {s['status']} | {s['gate'] or ''} | {head} | "
 
