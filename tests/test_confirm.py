@@ -104,3 +104,23 @@ def test_a_runner_started_under_a_launcher_speaks_the_protocol(tmp_path, monkeyp
 def test_units_are_read(unit, scale):
     text = _details_csv([(MARK, 1), ("k", 2)]).replace('"nsecond","2"', f'"{unit}","2"')
     assert confirm.parse(text)[1] == ("k", 2 * scale)
+
+
+def test_a_gpu_candidate_timed_without_confirmation_is_not_promotable():
+    from kernelcraft.gauntlet.evaluate import _unconfirmed
+    from kernelcraft.gauntlet.records import SolutionResult
+    from kernelcraft.worker.child import Job
+
+    def job(device: str, time_it: bool = True) -> Job:
+        return Job(task_root="t", solution={}, role="candidate", device=device, seed=1, workload_uuids=[],
+                   log_path="l", time_it=time_it)
+
+    def row(role: str = "candidate") -> SolutionResult:
+        return SolutionResult(name="c", status="PASSED", role=role, promotable=True)
+
+    r = row()
+    _unconfirmed(r, job("cuda:0"))  # eval --no-confirm on a GPU: the record said promotable (gdn_prefill, s23)
+    assert not r.promotable and "not confirmed out of process" in r.reason
+    for r, j in ((row(), job("cpu")), (row(), job("cuda", time_it=False))):
+        _unconfirmed(r, j)  # a CPU row is never confirmed (nor timed by default); an untimed one has nothing to confirm
+        assert r.promotable and r.reason == ""

@@ -127,7 +127,8 @@ def recall(ledger: Ledger, task: Task, hardware: str | None, limit: int = 5,
 def optimize(task: Task, agent: Agent, ledger: Ledger, opts: OptimizeOptions, resume: int | None = None,
              on_event: Callable[[str, dict], None] | None = None) -> dict:
     emit = on_event or (lambda kind, data: None)
-    eval_opts = opts.eval or Options(device=opts.device)
+    # a GPU candidate is promotable only with its timing confirmed out of process (gauntlet/confirm.py)
+    eval_opts = opts.eval or Options(device=opts.device, confirm=opts.device.startswith("cuda"))
     if resume is not None:
         run = ledger.run(resume)
         if run is None:

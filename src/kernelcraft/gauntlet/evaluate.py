@@ -318,6 +318,8 @@ class Prepared:
             self.res.timing_process_reason = str(meta.get("timing_process_reason") or "")[:2000]
         if isinstance(meta.get("confirmation"), dict):
             _confirmation(self.res, meta["confirmation"], task)
+        elif self.job is not None:
+            _unconfirmed(self.res, self.job)
         if isinstance(meta.get("beside_unavailable"), dict):
             self.res.beside_unavailable = {str(k): str(v)[:600] for k, v in meta["beside_unavailable"].items()}
         if isinstance(meta.get("validation"), dict):
@@ -536,6 +538,16 @@ def _validation(res: SolutionResult, v: dict) -> None:
         for w in res.workloads:
             if w.status == "PASSED" and w.latency_ms is None:
                 w.reason = "checked; not timed: the request's own verifier rejected the candidate"
+
+
+def _unconfirmed(res: SolutionResult, job: Job) -> None:
+    """A GPU candidate timed with no out-of-process confirmation (``--no-confirm``) promotes nothing: a timing
+    nobody checked from outside the candidate's process (session 23's gdn_prefill record said promotable
+    without one)."""
+    if res.role == "candidate" and job.time_it and job.device.startswith("cuda") and res.promotable:
+        res.promotable = False
+        res.reason = (res.reason + "; " if res.reason else "") + (
+            "not promotable: the timing was not confirmed out of process (evaluated without --confirm)")
 
 
 def _confirmation(res: SolutionResult, c: dict, task: Task) -> None:
