@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Session 23, on a fresh one-GPU machine (<= 280 s after the start; any card). carry: [".whl", ".whl-peers/c1"]
-#   command: bash scripts/h200_s23_symmetric.sh                 (DEADLINE=270 by default)
+# Session 23 (not run: no machine came), for the next first call (<= 560 s; any card). carry: [".whl", ".whl-peers/c1"]
+#   command: bash scripts/h200_s23_symmetric.sh                 (DEADLINE=540 by default: a whole call)
 # Does timing the trusted rows through runners of their own (`--trusted-timing runner`, new in session 23) remove
 # the candidate's process handicap? Session 23's experiment (scripts/h200_s23_handicap.sh, results/h200/
 # catalog-2026-12-06-s23/handicap): Liger's code as two candidates read +0.26 / +0.32 us over peer:liger, the
@@ -11,7 +11,7 @@ set -u
 export PYTHONUNBUFFERED=1
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 start=$(date +%s)
-left() { echo $(( ${DEADLINE:-270} - ($(date +%s) - start) )); }
+left() { echo $(( ${DEADLINE:-540} - ($(date +%s) - start) )); }
 source scripts/device_wheels.sh
 PEER_WHEELS=.whl-peers/c1 source scripts/peer_wheels.sh small > "$OUT/peer_wheels.log" 2>&1 \
   || echo "peer wheels: install failed (see peer_wheels.log)"

@@ -4,6 +4,7 @@
 # (CONFIG variants made here from the files at HEAD, named as their records name them), within $DEADLINE seconds.
 # CONFIRM=--confirm: the out-of-process confirmation a promotion needs (session 19 ran --no-confirm).
 # BESIDE=--peers-beside: the peers and static torch.compile timed again in each candidate's rotation (session 22).
+# TRUSTED="--trusted-timing runner": the baseline, torch.compile and peers timed in runners of their own (session 23).
 # Writes $OUT/catalog/<task>.{json,log} and $OUT/catalog.txt.
 set -u
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT/catalog"
@@ -36,7 +37,7 @@ for t in ${TASKS:?}; do
   t0=$(date +%s)
   # shellcheck disable=SC2086
   timeout $(( l - 5 )) python3 -m kernelcraft eval tasks/$t ${SOLS[$t]} --with-baseline --device cuda --peers \
-    --budget-ms ${BUDGET_MS:-100} ${CONFIRM:---no-confirm} ${BESIDE:-} --json "$OUT/catalog/$t.json" > "$OUT/catalog/$t.log" 2>&1
+    --budget-ms ${BUDGET_MS:-100} ${CONFIRM:---no-confirm} ${BESIDE:-} ${TRUSTED:-} --json "$OUT/catalog/$t.json" > "$OUT/catalog/$t.log" 2>&1
   echo "rc $? $(( $(date +%s) - t0 )) s"
   grep -v "leaked\|nanobind\|Warning" "$OUT/catalog/$t.log" | grep -B2 -A12 "x best peer" | head -18 | cut -c1-200
   python3 scripts/timing_spread.py "$OUT/catalog/$t.json" --quiet | tail -4

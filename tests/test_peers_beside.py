@@ -37,6 +37,9 @@ def test_peers_are_timed_beside_each_candidate_on_cpu(tmp_path):
         assert w["speedup_vs_best_peer"] == w["best_peer_latency_ms"] / w["latency_ms"]
     for name in ("peer:torch", "torch.compile", "baseline"):  # trusted rows are timed once, alone
         assert all(w.get("beside_ms") is None for w in rows[name]["workloads"])
+        # ... by the judge itself (the default --trusted-timing judge; tests/test_trusted_timing.py: in runners)
+        assert rows[name]["timing_process"] == "judge", rows[name]["timing_process_reason"]
+    assert cand["timing_process"] == "runner"
 
 
 def _trusted(name: str, role: str, ms: dict[str, float | None]) -> SolutionResult:
