@@ -122,7 +122,7 @@ LONGEST_FIRST = ("test_gauntlet_cpu.py", "test_requests.py", "test_linear_attent
                  "test_capture.py", "test_e2e_qwen3_next.py", "test_export.py", "test_memory.py", "test_report.py",
                  "test_integrity.py", "test_e2e_regions.py", "test_cli_first_hour.py", "test_web_api.py",
                  "test_static.py", "test_sanitize.py", "test_agents_llm.py", "test_fib_faithful.py",
-                 "test_adversarial.py", "test_peers_beside.py", "test_judged_sources.py", "test_profile.py",
+                 "test_trusted_timing.py", "test_adversarial.py", "test_peers_beside.py", "test_judged_sources.py", "test_profile.py",
                  "test_e2e.py", "test_calling_convention.py", "test_export_triton_op.py")
 
 
