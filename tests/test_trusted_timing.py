@@ -53,15 +53,31 @@ def run(hidden_states, weight, eps):
 '''
 
 
+# A peer wrong at one shape (zeros at 5 rows), right at the others: quack's cross_entropy at vocabulary 151936.
+HALF_WRONG_PEER = '''"""rms_norm, except zeros at 5 rows (a test peer)."""
+import torch
+import torch.nn.functional as F
+
+PEER = {"name": "halfwrong", "library": "torch", "modules": ["torch"], "devices": ["cuda", "cpu"],
+        "install": "pip install torch"}
+
+
+def run(hidden_states, weight, eps):
+    y = F.rms_norm(hidden_states, (hidden_states.shape[-1],), weight, eps)
+    return torch.zeros_like(y) if hidden_states.shape[0] == 5 else y
+'''
+
+
 def test_trusted_rows_are_timed_in_runners_and_a_row_that_cannot_load_there_is_timed_by_the_judge(tmp_path,
                                                                                                    monkeypatch):
     t = small_task("rmsnorm", tmp_path, [{"batch_size": 3}, {"batch_size": 5}])
     (t / "peers" / "prep.py").write_text(PREP_PEER)
     (t / "peers" / "judgeonly.py").write_text(JUDGE_ONLY_PEER)
+    (t / "peers" / "halfwrong.py").write_text(HALF_WRONG_PEER)
     monkeypatch.setenv("KERNELCRAFT_TEST_JUDGE_ONLY", "1")
     out = tmp_path / "r.json"
     proc = kc("eval", t, t / "solutions" / "triton_rowwise.py", "--device", "cpu", "--peers", "--peer", "torch",
-              "--peer", "prep", "--peer", "judgeonly", "--peer", "fla", "--with-baseline", "--time",
+              "--peer", "prep", "--peer", "judgeonly", "--peer", "halfwrong", "--peer", "fla", "--with-baseline", "--time",
               "--budget-ms", "20", "--trusted-timing", "runner", "--no-calibrate", "--json", out)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     rows = {s["name"]: s for s in json.loads(out.read_text())["solutions"]}
@@ -77,6 +93,12 @@ def test_trusted_rows_are_timed_in_runners_and_a_row_that_cannot_load_there_is_t
     assert "could not load" in only["timing_process_reason"] and "KERNELCRAFT_TEST_JUDGE_ONLY" in \
         only["timing_process_reason"]
     assert rows["peer:fla"]["status"] == "SKIPPED" and rows["peer:fla"]["timing_process"] is None
+    # a peer wrong at one workload is still checked and timed at the others (a candidate stops at its first)
+    half = rows["peer:halfwrong"]
+    assert half["status"] == "INCORRECT_NUMERICAL" and "batch_size=5" in half["reason"]
+    by_rows = {w["axes"]["batch_size"]: w for w in half["workloads"]}
+    assert by_rows[5]["status"] == "INCORRECT_NUMERICAL" and not by_rows[5].get("latency_ms")
+    assert by_rows[3]["status"] == "PASSED" and by_rows[3]["latency_ms"] > 0
     # a trusted row in a runner is not audited as a candidate is: no timed-output checks counted
     assert all("checked_reps" not in (w["timing"] or {}) for w in rows["peer:torch"]["workloads"])
     assert all((w["timing"] or {}).get("checked_reps", 0) >= 1 for w in rows["triton_rowwise"]["workloads"])

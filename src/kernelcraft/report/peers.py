@@ -104,8 +104,10 @@ def speed(x: float | None) -> str:
 
 
 def strong_rows(trusted: list) -> list:
-    """The trusted rows a headline may stand on: PASSED peers and static torch.compile rows."""
-    return [t for t in trusted if _get(t, "status") == "PASSED" and not is_weak(t)]
+    """The trusted rows a headline may stand on: peers and static torch.compile rows that PASSED at some
+    workload (a peer wrong at one shape still counts where it passed: worker/child.py times it there)."""
+    return [t for t in trusted if not is_weak(t)
+            and (_get(t, "status") == "PASSED" or any(_passed_at(t, _get(w, "uuid")) for w in _get(t, "workloads") or []))]
 
 
 def weak_note(trusted: list | None) -> str:

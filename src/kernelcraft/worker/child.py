@@ -543,6 +543,7 @@ def _run(conn, job: Job, runner) -> None:
     current: tuple[str, str] = ("build", "")
     try:
         workloads = [task.workload(u) for u in job.workload_uuids]
+        failed: set[str] = set()
         for w in workloads:
             if not slot.share():
                 return
@@ -552,7 +553,15 @@ def _run(conn, job: Job, runner) -> None:
             slot.leave()
             send(conn, "workload", "correctness", w.uuid, result)
             if result["status"] != "PASSED":
-                return
+                if job.role == "candidate":
+                    return
+                # a trusted row wrong (or unable to run) at one shape is still checked and timed at the others,
+                # where a user would run it: quack's cross_entropy returns NaN at vocabulary 151936 (its 16th
+                # cluster CTA gets no column) and was never timed at 256000 or 4096 x 128256 (session 23)
+                failed.add(w.uuid)
+        workloads = [w for w in workloads if w.uuid not in failed]
+        if not workloads:
+            return
         for h in map(Workload.model_validate, job.holdouts):
             if not slot.share():
                 return
@@ -621,7 +630,7 @@ def _run(conn, job: Job, runner) -> None:
             if result["status"] == "PASSED":
                 timed.append((w, result["latency_ms"]))
             send(conn, "workload", "timing", w.uuid, result)
-            if result["status"] != "PASSED":
+            if result["status"] != "PASSED" and job.role == "candidate":
                 break
         if judge.beside_failed:
             send(conn, "meta", {"beside_unavailable": dict(judge.beside_failed)})
