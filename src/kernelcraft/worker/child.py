@@ -556,8 +556,9 @@ def _run(conn, job: Job, runner) -> None:
                 if job.role == "candidate":
                     return
                 # a trusted row wrong (or unable to run) at one shape is still checked and timed at the others,
-                # where a user would run it: quack's cross_entropy returns NaN at vocabulary 151936 (its 16th
-                # cluster CTA gets no column) and was never timed at 256000 or 4096 x 128256 (session 23)
+                # where a user would run it: quack's cross_entropy returns NaN at vocabulary 151936 (by our reading
+                # of quack 0.6.5's tiling its 16th cluster CTA gets no column there; not checked on a GPU) and so
+                # was never timed at 256000 or 4096 x 128256 (sessions 19-23)
                 failed.add(w.uuid)
         workloads = [w for w in workloads if w.uuid not in failed]
         if not workloads:
