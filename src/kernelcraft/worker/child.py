@@ -503,6 +503,14 @@ def _run(conn, job: Job, runner) -> None:
         if runner is not None and not (job.time_it and job.options.get("trusted_timing") == "runner"):
             runner.close()
             runner = None
+        # A peer's library may touch the GPU as it loads (quack's CuTe DSL, FlashInfer's modules, a CUDA
+        # context): inside a shared hold, as a candidate's quick import, never beside another job's timing.
+        # Session 23's H200 records had the rows timed first (baseline, torch.compile) bimodal at decode sizes
+        # (rmsnorm's torch.compile: median 32 us, p25 24, minimum 4.7) while the other rows' loads ran unheld.
+        if not slot.share():
+            return
+        if on_gpu and job.gpu_slot:
+            _take_device(job.device)
         try:
             fn, prepare, info = _trusted_fn(job, task, reference, baseline)
             trusted = fn
