@@ -110,6 +110,9 @@ def test_a_bad_trusted_timing_value_is_refused(small_tasks):
     proc = kc("eval", small_tasks["rmsnorm"], "--device", "cpu", "--trusted-timing", "elsewhere")
     assert proc.returncode == 2
     assert "--trusted-timing 'elsewhere'" in proc.stdout + proc.stderr
+    proc = kc("eval", small_tasks["rmsnorm"], "--device", "cpu", "--peers", "--peers-beside", "--trusted-timing", "runner")
+    assert proc.returncode == 2
+    assert "give one" in proc.stdout + proc.stderr
 
 
 def test_the_asymmetry_is_measured_only_against_a_baseline_the_judge_timed():

@@ -231,6 +231,11 @@ def eval_cmd(
     if trusted_timing not in ("judge", "runner"):
         err.print(f"[red]error[/]: --trusted-timing {trusted_timing!r}: give judge or runner", highlight=False)
         raise typer.Exit(2)
+    if trusted_timing == "runner" and peers_beside:
+        err.print("[red]error[/]: --peers-beside times the peers again in the judge, beside each candidate, and x best "
+                  "peer then reads those; --trusted-timing runner times them in runners of their own: give one",
+                  highlight=False)
+        raise typer.Exit(2)
     if on_cpu:
         _pin_cpu_threads((workers or 1) if executor == "local" else None, time_it)
     opts = Options(device=dev, seed=seed, workload_timeout_s=timeout, cpu_max_mb=cpu_max_mb,
