@@ -7,7 +7,8 @@ session 23), for a kernel designer to read. Needs a GPU (Inductor's Triton backe
 
 Compiles the reference as the torch.compile row does (dynamic=False, outputs cast to the declared dtypes), runs it
 once per named workload, and copies every generated module that holds a ``@triton.jit`` kernel into ``--out``
-(Inductor's cache is pointed at a fresh folder first), with ``index.txt`` naming each file's kernels.
+(Inductor's cache is pointed at a fresh folder first), with ``index.txt`` naming each file's kernels, and the
+autotuner's ``*.best_config`` picks (which of a reduction's configs won on this GPU).
 """
 
 from __future__ import annotations
@@ -65,6 +66,9 @@ def main() -> int:
         kernels = re.findall(r"^def (triton_\w+)\(", text, flags=re.M)
         shutil.copy(f, args.out / f.name)
         index.append(f"{f.name}: {', '.join(kernels)}")
+    for f in sorted(cache.rglob("*.best_config")):  # the autotuner's pick among the module's configs
+        shutil.copy(f, args.out / f.name)
+        index.append(f"{f.name}: {f.read_text(errors='replace').strip()[:300]}")
     (args.out / "index.txt").write_text("\n".join(index) + "\n" + f"torch {info['version']}\n")
     print("\n".join(index))
     return 0

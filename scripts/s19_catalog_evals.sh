@@ -23,7 +23,7 @@ pick rope tasks/rope/candidates/triton_heads.py triton_heads_v0 '{"PIN_LOADS": f
 cp -r $P "$OUT/picks"
 declare -A SOLS=(
   [softmax]="tasks/softmax/solutions/triton_online.py $P/softmax/triton_split_v3.py ${SOFTMAX_EXTRA-}"
-  [fused_add_rmsnorm]="tasks/fused_add_rmsnorm/solutions/triton_rowwise.py $P/fused_add_rmsnorm/triton_static_v5.py"
+  [fused_add_rmsnorm]="tasks/fused_add_rmsnorm/solutions/triton_rowwise.py $P/fused_add_rmsnorm/triton_static_v5.py ${FUSED_EXTRA-}"
   [layernorm]="tasks/layernorm/solutions/triton_dispatch.py $P/layernorm/triton_onepass_v3.py"
   [silu_mul]="tasks/silu_mul/solutions/triton_tiled.py $P/silu_mul/triton_stream_v1.py"
   [gelu_tanh_mul]="tasks/gelu_tanh_mul/solutions/triton_tiled.py $P/gelu_tanh_mul/triton_stream_v3.py"
