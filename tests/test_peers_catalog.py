@@ -197,3 +197,18 @@ def test_cpu_peer_check_rejects_a_wrong_peer():
     module = load_peer(path)
     failures = check_peer_on_cpu(path, run=lambda x, w, eps: module.run(x, w * 1.05, eps))
     assert failures and all("INCORRECT_NUMERICAL" in f for f in failures), failures
+
+
+def test_a_peer_version_comes_from_the_distribution_that_provides_its_module():
+    from kernelcraft.task.peers import PeerSpec, library_version
+
+    def spec(library: str, module: str) -> PeerSpec:
+        return PeerSpec(name="x", path=Path("x.py"), library=library, modules=(module,), devices=("cpu",),
+                        install="pip install x")
+
+    assert library_version(spec("torch", "torch")) == torch.__version__.split("+")[0] or \
+        library_version(spec("torch", "torch")) == torch.__version__
+    # the named distribution absent (flash-linear-attention beside fla-core on the device): the module's, named
+    assert library_version(spec("no-such-distribution-kc", "torch")) in (f"{torch.__version__} (torch)",
+                                                                         f"{torch.__version__.split('+')[0]} (torch)")
+    assert library_version(spec("no-such-distribution-kc", "no_such_module_kc")) is None

@@ -139,10 +139,19 @@ def unavailable(spec: PeerSpec, device: str) -> str:
 
 
 def library_version(spec: PeerSpec) -> str | None:
+    """The named distribution's version; where it is not installed but the modules are (FLA's kernels from
+    ``fla-core`` without the ``flash-linear-attention`` meta-package, as on the device machines: session 23's
+    gdn_prefill record said null), the version of the distribution that provides the first module, naming it."""
     try:
         return importlib.metadata.version(spec.library)
     except importlib.metadata.PackageNotFoundError:
-        return None
+        pass
+    for dist in importlib.metadata.packages_distributions().get(spec.modules[0], []):
+        try:
+            return f"{importlib.metadata.version(dist)} ({dist})"
+        except importlib.metadata.PackageNotFoundError:
+            continue
+    return None
 
 
 @dataclass
