@@ -104,6 +104,10 @@ def test_trusted_rows_are_timed_in_runners_and_a_row_that_cannot_load_there_is_t
     assert all((w["timing"] or {}).get("checked_reps", 0) >= 1 for w in rows["triton_rowwise"]["workloads"])
     # the baseline took the candidate's path: no asymmetry is measured against it
     assert rows["triton_rowwise"]["timing_asymmetry_ms"] is None
+    # and the console says where each trusted row was timed, and why one was not where it was asked to be
+    shown = " ".join(proc.stdout.split())
+    assert "trusted rows timed in runners of their own: baseline, torch.compile, peer:" in shown
+    assert "by the judge: peer:judgeonly" in shown and "peer:judgeonly: the runner could not load this row" in shown
 
 
 def test_a_bad_trusted_timing_value_is_refused(small_tasks):

@@ -60,6 +60,7 @@ def print_report(console: Console, report: EvalReport) -> None:
     console.print(t)
     if timed and report.solutions:
         console.print(latency_table(report))
+        _timing_processes(console, report)
     for s in report.solutions:
         if s.reason:
             console.print(f"[bold]{escape(s.name)}[/]: {s.status}" + (f" ({s.gate})" if s.gate else ""), highlight=False)
@@ -68,6 +69,23 @@ def print_report(console: Console, report: EvalReport) -> None:
             tools = ", ".join(f"{t['tool']} {t['errors']} ({t['seconds']:.0f} s)" for t in s.sanitize["tools"])
             console.print(f"{s.name}: compute-sanitizer errors: {tools}; shapes {s.sanitize['workloads']}",
                           markup=False, highlight=False)
+
+
+def _timing_processes(console: Console, report: EvalReport) -> None:
+    """Where the trusted rows' calls were timed (``--trusted-timing``): by the judge, or in runners of their own as
+    the candidates' are; and why a row asked for a runner was timed by the judge."""
+    where: dict[str, list[str]] = {}
+    for s in report.solutions:
+        if s.role != "candidate" and s.timing_process:
+            where.setdefault(s.timing_process, []).append(s.name)
+    if not where:
+        return
+    parts = [f"{'in runners of their own' if k == 'runner' else 'by the judge'}: {', '.join(v)}" for k, v in where.items()]
+    console.print("trusted rows timed " + "; ".join(parts) + " (candidates: in their runners)", markup=False,
+                  highlight=False)
+    for s in report.solutions:
+        if s.role != "candidate" and s.timing_process_reason:
+            console.print(f"  {s.name}: {s.timing_process_reason[:400]}", markup=False, highlight=False)
 
 
 def latency_table(report: EvalReport) -> Table:

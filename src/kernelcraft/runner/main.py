@@ -208,6 +208,8 @@ class Runner:
         from kernelcraft.solution.build import BuildError, CannotRun, build
         from kernelcraft.solution.model import Solution
 
+        if self.fn is not None:  # one solution a runner: a trusted row's runner never builds a candidate
+            return {"status": "REJECTED", "reason": "[protocol] a runner loads one solution"}
         solution = Solution.model_validate(msg["solution"])
         self.dps = solution.spec.destination_passing_style
         self.language = solution.spec.language
