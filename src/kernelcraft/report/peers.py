@@ -106,8 +106,8 @@ def speed(x: float | None) -> str:
 def strong_rows(trusted: list) -> list:
     """The trusted rows a headline may stand on: peers and static torch.compile rows that PASSED at some
     workload (a peer wrong at one shape still counts where it passed: worker/child.py times it there)."""
-    return [t for t in trusted if not is_weak(t)
-            and (_get(t, "status") == "PASSED" or any(_passed_at(t, _get(w, "uuid")) for w in _get(t, "workloads") or []))]
+    return [t for t in trusted if not is_weak(t) and (_get(t, "status") == "PASSED" or any(
+        _get(w, "status") == "PASSED" and _get(w, "latency_ms") for w in _get(t, "workloads") or []))]
 
 
 def weak_note(trusted: list | None) -> str:
