@@ -35,11 +35,11 @@ for t in ${TASKS:-rmsnorm silu_mul layernorm}; do
 done 2>&1 | tee "$OUT/symmetric.txt"
 # With time left: the Triton code static torch.compile runs where it is the best peer (session 23's H200 records):
 # fused_add_rmsnorm at >= 167 MB (2-4% ahead of every candidate), gelu_tanh_mul at 1 and 16 tokens.
-if [ "$(left)" -gt 60 ]; then
+if [ -z "${SKIP_INDUCTOR:-}" ] && [ "$(left)" -gt 60 ]; then
   timeout $(( $(left) - 10 )) python3 scripts/inductor_code.py tasks/fused_add_rmsnorm --axes num_tokens=16384,hidden_size=4096 \
     --axes num_tokens=4096,hidden_size=5120 --axes num_tokens=8192,hidden_size=8192 --out "$OUT/inductor/fused_add_rmsnorm"
   [ "$(left)" -gt 40 ] && timeout $(( $(left) - 10 )) python3 scripts/inductor_code.py tasks/gelu_tanh_mul \
     --axes num_tokens=1 --axes num_tokens=16 --out "$OUT/inductor/gelu_tanh_mul"
 fi 2>&1 | tail -20
 echo "=== done in $(( $(date +%s) - start )) s"
-bash scripts/pack_out.sh
+[ -n "${NO_PACK:-}" ] || bash scripts/pack_out.sh

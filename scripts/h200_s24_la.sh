@@ -29,7 +29,7 @@ cp -r $V "$OUT/variants"
 timeout 90 python3 scripts/gdn_prefill_fault.py $V/c3_fused.py --lens 64 130 8192 2>&1 | grep -v "Warning\|warn(" \
   | tee "$OUT/fault.txt"
 t0=$(date +%s)
-timeout 200 python3 scripts/gdn_prefill_split.py --task gdn_prefill --solution $V/c3_fused.py \
+[ -n "${SKIP_SPLIT:-}" ] || timeout 200 python3 scripts/gdn_prefill_split.py --task gdn_prefill --solution $V/c3_fused.py \
   --solution $V/c3_fused_bv32.py --solution $V/fused.py --workloads 32bd0dca,72e2d95a,d790aa8b \
   --out "$OUT/gdn_split.json" 2>&1 | grep -v "Warning\|warn(" | tee "$OUT/gdn_split.txt"
 echo "gdn split: $(( $(date +%s) - t0 )) s"
@@ -40,4 +40,4 @@ timeout $(( l - 5 )) python3 -m kernelcraft eval tasks/gdn_prefill $V/fused.py $
 echo "rc $? $(( $(date +%s) - t0 )) s"
 grep -v "leaked\|nanobind\|Warning" "$OUT/gdn_prefill.log" | tail -30 | cut -c1-220
 echo "=== done in $(( $(date +%s) - start )) s"
-bash scripts/pack_out.sh
+[ -n "${NO_PACK:-}" ] || bash scripts/pack_out.sh
