@@ -25,9 +25,15 @@ mv $V/triton_chunk3_v0.py $V/c3_fused.py && mv $V/triton_chunk3_v1.py $V/c3_fuse
 python3 scripts/config_variants.py tasks/gdn_prefill/candidates/triton_chunk2.py $V '{"SCAN_SPLIT_O": false}' \
   | tee -a "$OUT/variants.txt"
 mv $V/triton_chunk2_v0.py $V/fused.py
+# session 24's chunk4 (chunk3 + a sequence-parallel recurrence), its serial path fused like the others
+[ -f tasks/gdn_prefill/candidates/triton_chunk4.py ] && python3 scripts/config_variants.py \
+  tasks/gdn_prefill/candidates/triton_chunk4.py $V '{"SCAN_SPLIT_O": false}' | tee -a "$OUT/variants.txt" \
+  && mv $V/triton_chunk4_v0.py $V/c4_fused.py
 cp -r $V "$OUT/variants"
-timeout 90 python3 scripts/gdn_prefill_fault.py $V/c3_fused.py --lens 64 130 8192 2>&1 | grep -v "Warning\|warn(" \
-  | tee "$OUT/fault.txt"
+for f in ${FAULT:-c3_fused}; do
+  timeout 90 python3 scripts/gdn_prefill_fault.py $V/$f.py --lens 64 130 8192 2>&1 | grep -v "Warning\|warn(" \
+    | tee -a "$OUT/fault.txt"
+done
 t0=$(date +%s)
 [ -n "${SKIP_SPLIT:-}" ] || timeout 200 python3 scripts/gdn_prefill_split.py --task gdn_prefill --solution $V/c3_fused.py \
   --solution $V/c3_fused_bv32.py --solution $V/fused.py --workloads 32bd0dca,72e2d95a,d790aa8b \
@@ -35,7 +41,8 @@ t0=$(date +%s)
 echo "gdn split: $(( $(date +%s) - t0 )) s"
 l=$(left)
 echo "=== tasks/gdn_prefill ($l s left)"; t0=$(date +%s)
-timeout $(( l - 5 )) python3 -m kernelcraft eval tasks/gdn_prefill $V/fused.py $V/c3_fused.py --device cuda --peers \
+sols=""; for f in ${EVAL:-fused c3_fused}; do sols="$sols $V/$f.py"; done
+timeout $(( l - 5 )) python3 -m kernelcraft eval tasks/gdn_prefill $sols --device cuda --peers \
   --budget-ms 50 ${CONFIRM:---confirm} --json "$OUT/gdn_prefill.json" > "$OUT/gdn_prefill.log" 2>&1
 echo "rc $? $(( $(date +%s) - t0 )) s"
 grep -v "leaked\|nanobind\|Warning" "$OUT/gdn_prefill.log" | tail -30 | cut -c1-220
