@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 
-from kernelcraft.gauntlet.evaluate import compare_with_peers
+from kernelcraft.gauntlet.evaluate import Options, compare_with_peers, resolved_trusted_timing
 from kernelcraft.gauntlet.records import SolutionResult, WorkloadResult
 from kernelcraft.measure.stability import asymmetry_ms
 from kernelcraft.task import load_task
@@ -113,10 +113,25 @@ def test_trusted_rows_are_timed_in_runners_and_a_row_that_cannot_load_there_is_t
 def test_a_bad_trusted_timing_value_is_refused(small_tasks):
     proc = kc("eval", small_tasks["rmsnorm"], "--device", "cpu", "--trusted-timing", "elsewhere")
     assert proc.returncode == 2
-    assert "--trusted-timing 'elsewhere'" in proc.stdout + proc.stderr
+    assert "--trusted-timing 'elsewhere'" in proc.stdout + proc.stderr and "give judge, runner or auto" in proc.stdout + proc.stderr
     proc = kc("eval", small_tasks["rmsnorm"], "--device", "cpu", "--peers", "--peers-beside", "--trusted-timing", "runner")
     assert proc.returncode == 2
     assert "give one" in proc.stdout + proc.stderr
+
+
+def test_auto_times_trusted_rows_in_runners_only_where_a_gpu_times_them_and_not_beside():
+    # the default since the H100 A/B of 2026-12-07 (results/h100/catalog-2026-12-07-s24/): runner on a timing GPU
+    assert Options().trusted_timing == "auto"
+    assert resolved_trusted_timing(Options(device="cuda", time_it=True)) == "runner"
+    assert resolved_trusted_timing(Options(device="cuda:1", time_it=True)) == "runner"
+    # --peers-beside times the peers in the judge beside each candidate: auto gives way to it instead of refusing
+    assert resolved_trusted_timing(Options(device="cuda", time_it=True, peers_beside=True)) == "judge"
+    # nothing timed, or timed on a CPU (where no GPU hand-off handicaps a candidate): the judge
+    assert resolved_trusted_timing(Options(device="cuda", time_it=False)) == "judge"
+    assert resolved_trusted_timing(Options(device="cpu", time_it=True)) == "judge"
+    # an explicit choice is kept as given
+    assert resolved_trusted_timing(Options(device="cpu", time_it=True, trusted_timing="runner")) == "runner"
+    assert resolved_trusted_timing(Options(device="cuda", time_it=True, trusted_timing="judge")) == "judge"
 
 
 def test_the_asymmetry_is_measured_only_against_a_baseline_the_judge_timed():

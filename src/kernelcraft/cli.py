@@ -146,7 +146,7 @@ def eval_cmd(
     peer: Annotated[list[str] | None, typer.Option("--peer", help="with peers: only these (a PEER name, repeatable); default: every file of peers/")] = None,
     peers: Annotated[bool | None, typer.Option("--peers/--no-peers", help="time the task's peers (peers/*.py) and torch.compile in the same run; default: on for cuda, off for cpu")] = None,
     peers_beside: Annotated[bool, typer.Option("--peers-beside", help="with peers: also time each peer and torch.compile row beside every candidate, in its rotation, on the same kind of memory; x best peer then compares those (measure/stability.py says why)")] = False,
-    trusted_timing: Annotated[str, typer.Option("--trusted-timing", help="where the baseline, torch.compile and peer rows time their calls: judge (in the judging process) or runner (each in a runner process of its own, the path a candidate's timed calls take: the same process hop, arena and timer)")] = "judge",
+    trusted_timing: Annotated[str, typer.Option("--trusted-timing", help="where the baseline, torch.compile and peer rows time their calls: judge (in the judging process), runner (each in a runner process of its own, the path a candidate's timed calls take: the same process hop, arena and timer) or auto (runner when timing on a GPU without --peers-beside, else judge)")] = "auto",
     with_baseline: Annotated[bool, typer.Option("--with-baseline", help="add the baseline row also when SOLUTIONS are named")] = False,
     workload: Annotated[list[str] | None, typer.Option(help="only workloads whose uuid starts with this (repeatable)")] = None,
     timeout: Annotated[float | None, typer.Option(help="seconds allowed per workload phase (default: the contract's)")] = None,
@@ -228,8 +228,8 @@ def eval_cmd(
         err.print("[red]error[/]: --time and --no-timing contradict each other: give one", highlight=False)
         raise typer.Exit(2)
     time_it = not no_timing and (time_cpu or not on_cpu)
-    if trusted_timing not in ("judge", "runner"):
-        err.print(f"[red]error[/]: --trusted-timing {trusted_timing!r}: give judge or runner", highlight=False)
+    if trusted_timing not in ("judge", "runner", "auto"):
+        err.print(f"[red]error[/]: --trusted-timing {trusted_timing!r}: give judge, runner or auto", highlight=False)
         raise typer.Exit(2)
     if trusted_timing == "runner" and peers_beside:
         err.print("[red]error[/]: --peers-beside times the peers again in the judge, beside each candidate, and x best "
