@@ -16,10 +16,10 @@ PEER_WHEELS=.whl-peers/c1 source scripts/peer_wheels.sh small > "$OUT/peer_wheel
   || echo "peer wheels: install failed (see peer_wheels.log)"
 export KERNELCRAFT_CACHE=/tmp/kc_cache
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv | tee "$OUT/gpu.txt"
-K=tasks/kda_prefill/candidates; G=tasks/gdn_prefill/candidates
+K=tasks/kda_prefill; G=tasks/gdn_prefill/candidates  # intra5 promoted to solutions/ after this call ran
 echo "=== kda_prefill split ($(left) s left)"; t0=$(date +%s)
-timeout 130 python3 scripts/gdn_prefill_split.py --task kda_prefill --solution $K/triton_intra5.py \
-  --solution $K/triton_intra4.py --workloads 1ca0667f,7b308256 --calls 10 --out "$OUT/kda_split.json" 2>&1 \
+timeout 130 python3 scripts/gdn_prefill_split.py --task kda_prefill --solution $K/solutions/triton_intra5.py \
+  --solution $K/candidates/triton_intra4.py --workloads 1ca0667f,7b308256 --calls 10 --out "$OUT/kda_split.json" 2>&1 \
   | grep -v "Warning\|warn(" | tee "$OUT/kda_split.txt"
 echo "kda split: $(( $(date +%s) - t0 )) s"
 if [ -f $G/triton_chunk4.py ]; then
@@ -33,7 +33,7 @@ if [ -f $G/triton_chunk4.py ]; then
 fi
 for t in kda_prefill gdn_prefill; do
   l=$(left); [ "$l" -lt 60 ] && { echo "=== no time for $t ($l s left)"; continue; }
-  if [ $t = kda_prefill ]; then sols="$K/triton_intra4.py $K/triton_intra5.py"; lim=$(( l > 300 ? l - 230 : l - 5 ));
+  if [ $t = kda_prefill ]; then sols="$K/candidates/triton_intra4.py $K/solutions/triton_intra5.py"; lim=$(( l > 300 ? l - 230 : l - 5 ));
   else sols="$G/triton_chunk3.py $G/triton_chunk4.py"; lim=$(( l - 5 )); fi
   [ $t = gdn_prefill ] && [ ! -f $G/triton_chunk4.py ] && continue
   echo "=== tasks/$t ($l s left, limit $lim s)"; t0=$(date +%s)

@@ -28,7 +28,6 @@ import torch
 
 ROOT = Path(__file__).resolve().parent.parent
 TASK = ROOT / "tasks" / "kda_prefill"
-CAND = TASK / "candidates"
 
 CASES = {
     "a": ([0, 3, 70], 2, {}), "a_s": ([0, 3, 70], 2, {"strong": True}),
@@ -40,12 +39,12 @@ CASES = {
     "g": ([3, 70, 0, 130], 2, {}), "g_s": ([3, 70, 0, 130], 2, {"strong": True}),
 }
 VARIANTS = {
-    "intra4": ("triton_intra4.py", {}),
-    "intra5": ("triton_intra5.py", {}),
-    "intra5_gpupath": ("triton_intra5.py", {"INTRA_GPU_PATH_ON_CPU": True, "PREP_GPU_PATH_ON_CPU": True}),
-    "intra5_tf32emu": ("triton_intra5.py", {"CPU_TF32": True}),
-    "intra5_tf32emu_x3": ("triton_intra5.py", {"CPU_TF32": True, "DIAG_PREC": "tf32x3"}),
-    "intra5_tf32emu_tbbf16": ("triton_intra5.py", {"CPU_TF32": True, "TB_BF16": True}),
+    "intra4": ("candidates/triton_intra4.py", {}),
+    "intra5": ("solutions/triton_intra5.py", {}),
+    "intra5_gpupath": ("solutions/triton_intra5.py", {"INTRA_GPU_PATH_ON_CPU": True, "PREP_GPU_PATH_ON_CPU": True}),
+    "intra5_tf32emu": ("solutions/triton_intra5.py", {"CPU_TF32": True}),
+    "intra5_tf32emu_x3": ("solutions/triton_intra5.py", {"CPU_TF32": True, "DIAG_PREC": "tf32x3"}),
+    "intra5_tf32emu_tbbf16": ("solutions/triton_intra5.py", {"CPU_TF32": True, "TB_BF16": True}),
 }
 
 
@@ -78,7 +77,7 @@ def errors(cases: list[str], variants: list[str]) -> None:
     exec(compile(json.loads((TASK / "definition.json").read_text())["reference"], "ref", "exec"), ns)  # noqa: S102
     ref = ns["run"]
     tol = tomllib.loads((TASK / "contract.toml").read_text())["tolerance"]["output"]
-    mods = {v: _load(CAND / VARIANTS[v][0], v, VARIANTS[v][1]) for v in variants}
+    mods = {v: _load(TASK / VARIANTS[v][0], v, VARIANTS[v][1]) for v in variants}
     for c in cases:
         lens, H, kw = CASES[c]
         args = _inputs(lens, H, seed=7, **kw)
