@@ -8,6 +8,7 @@
 # 3. kda_prefill's promoted triton_intra5 on the H200 for the first time: `kernelcraft eval` with every gate, FLA in
 #    the same run and the confirmation (the H100 gave 0.964x FLA).
 # 4. chunk5 judged (every gate, FLA, confirmation) with what time is left.
+# SKIP_ERRTAIL=1 / SKIP_KDA=1 leave out parts 1 / 3 (a later call on the same machine for chunk5 alone).
 set -u
 export PYTHONUNBUFFERED=1
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
@@ -20,10 +21,12 @@ export KERNELCRAFT_CACHE=/tmp/kc_cache
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv | tee "$OUT/gpu.txt"
 K=tasks/kda_prefill; G=tasks/gdn_prefill/candidates
 quiet() { grep -v "Warning\|warn(\|leaked\|nanobind"; }
-echo "=== gdn_prefill error tail ($(left) s left)"; t0=$(date +%s)
-timeout ${ERRTAIL_S:-150} python3 scripts/gdn_prefill_errtail.py --device cuda --seed 8341427308336122200 \
-  $G/triton_chunk2.py $G/triton_chunk3.py $G/triton_chunk4.py 2>&1 | quiet | tee "$OUT/gdn_errtail.txt"
-echo "errtail: $(( $(date +%s) - t0 )) s"
+if [ "${SKIP_ERRTAIL:-0}" != 1 ]; then
+  echo "=== gdn_prefill error tail ($(left) s left)"; t0=$(date +%s)
+  timeout ${ERRTAIL_S:-150} python3 scripts/gdn_prefill_errtail.py --device cuda --seed 8341427308336122200 \
+    $G/triton_chunk2.py $G/triton_chunk3.py $G/triton_chunk4.py 2>&1 | quiet | tee "$OUT/gdn_errtail.txt"
+  echo "errtail: $(( $(date +%s) - t0 )) s"
+fi
 C5=$G/triton_chunk5.py
 c5_ok=0
 if [ -f $C5 ]; then
@@ -35,7 +38,7 @@ if [ -f $C5 ]; then
   echo "chunk5 fault + split: $(( $(date +%s) - t0 )) s (fault-free: $c5_ok)"
 fi
 l=$(left)
-if [ "$l" -gt 90 ]; then
+if [ "$l" -gt 90 ] && [ "${SKIP_KDA:-0}" != 1 ]; then
   lim=$(( c5_ok == 1 && l > 330 ? l - 200 : l - 5 ))
   echo "=== tasks/kda_prefill ($l s left, limit $lim s)"; t0=$(date +%s)
   timeout $lim python3 -m kernelcraft eval $K $K/solutions/triton_intra5.py --device cuda --peers --budget-ms 50 \
