@@ -8,7 +8,9 @@
 # 3. kda_prefill's promoted triton_intra5 on the H200 for the first time: `kernelcraft eval` with every gate, FLA in
 #    the same run and the confirmation (the H100 gave 0.964x FLA).
 # 4. chunk5 judged (every gate, FLA, confirmation) with what time is left.
-# SKIP_ERRTAIL=1 / SKIP_KDA=1 leave out parts 1 / 3 (a later call on the same machine for chunk5 alone).
+# 3b. kda_prefill's triton_intra6 (session 25: intra5 with `_inv` folded into `_intra`), when the file exists: split
+#    beside intra5 and FLA, then judged beside intra5 in the same eval.
+# SKIP_ERRTAIL=1 / SKIP_GDN5=1 / SKIP_KDA=1 leave out part 1 / parts 2 and 4 / part 3 (two calls on one machine).
 set -u
 export PYTHONUNBUFFERED=1
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
@@ -29,7 +31,7 @@ if [ "${SKIP_ERRTAIL:-0}" != 1 ]; then
 fi
 C5=$G/triton_chunk5.py
 c5_ok=0
-if [ -f $C5 ]; then
+if [ -f $C5 ] && [ "${SKIP_GDN5:-0}" != 1 ]; then
   echo "=== chunk5 fault check + split ($(left) s left)"; t0=$(date +%s)
   timeout 90 python3 scripts/gdn_prefill_fault.py $C5 --lens 64 130 8192 2>&1 | quiet | tee "$OUT/gdn_fault.txt"
   [ "$(grep -c ': ok, .*finite True' "$OUT/gdn_fault.txt")" = 3 ] && c5_ok=1
@@ -40,8 +42,15 @@ fi
 l=$(left)
 if [ "$l" -gt 90 ] && [ "${SKIP_KDA:-0}" != 1 ]; then
   lim=$(( c5_ok == 1 && l > 330 ? l - 200 : l - 5 ))
+  K6=""
+  if [ -f $K/candidates/triton_intra6.py ]; then
+    K6=$K/candidates/triton_intra6.py; t0=$(date +%s)
+    timeout 120 python3 scripts/gdn_prefill_split.py --task kda_prefill --solution $K6 --solution $K/solutions/triton_intra5.py \
+      --workloads 1ca0667f,5ab1502f --calls 10 --out "$OUT/kda_split.json" 2>&1 | quiet | tee "$OUT/kda_split.txt"
+    echo "kda split: $(( $(date +%s) - t0 )) s"; l=$(left); lim=$(( c5_ok == 1 && l > 330 ? l - 200 : l - 5 ))
+  fi
   echo "=== tasks/kda_prefill ($l s left, limit $lim s)"; t0=$(date +%s)
-  timeout $lim python3 -m kernelcraft eval $K $K/solutions/triton_intra5.py --device cuda --peers --budget-ms 50 \
+  timeout $lim python3 -m kernelcraft eval $K $K/solutions/triton_intra5.py $K6 --device cuda --peers --budget-ms 50 \
     --confirm --json "$OUT/kda_prefill.json" > "$OUT/kda_prefill.log" 2>&1
   echo "rc $? $(( $(date +%s) - t0 )) s"; quiet < "$OUT/kda_prefill.log" | tail -25 | cut -c1-220
 fi
