@@ -35,7 +35,13 @@ if [ -f $C5 ] && [ "${SKIP_GDN5:-0}" != 1 ]; then
   echo "=== chunk5 fault check + split ($(left) s left)"; t0=$(date +%s)
   timeout 90 python3 scripts/gdn_prefill_fault.py $C5 --lens 64 130 8192 2>&1 | quiet | tee "$OUT/gdn_fault.txt"
   [ "$(grep -c ': ok, .*finite True' "$OUT/gdn_fault.txt")" = 3 ] && c5_ok=1
-  timeout 150 python3 scripts/gdn_prefill_split.py --task gdn_prefill --solution $C5 --solution $G/triton_chunk4.py \
+  # GDN5_VARIANTS: JSON objects merged into chunk5's CONFIG, split beside it (scripts/config_variants.py)
+  V5=""; rm -rf /tmp/c5v
+  if [ -n "${GDN5_VARIANTS:-}" ]; then
+    eval "python3 scripts/config_variants.py $C5 /tmp/c5v $GDN5_VARIANTS" | tee "$OUT/gdn5_variants.txt"
+    for f in /tmp/c5v/*.py; do V5="$V5 --solution $f"; done; cp -r /tmp/c5v "$OUT/c5v"
+  fi
+  timeout 150 python3 scripts/gdn_prefill_split.py --task gdn_prefill --solution $C5 $V5 --solution $G/triton_chunk4.py \
     --workloads 32bd0dca,72e2d95a,d790aa8b --calls 10 --out "$OUT/gdn_split.json" 2>&1 | quiet | tee "$OUT/gdn_split.txt"
   echo "chunk5 fault + split: $(( $(date +%s) - t0 )) s (fault-free: $c5_ok)"
 fi
