@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Session 25's linear-attention call (<= 590 s; any one-GPU kind). carry: [".whl", ".whl-peers/c1"]
 #   command: DEADLINE=580 bash scripts/h200_s25_la.sh
+# 0. scripts/la_gpu_errors.py: FLA's and our kernels' GPU errors in the tolerance scenarios (gdn; kda before its eval).
 # 1. gdn_prefill's error tail on a GPU (scripts/gdn_prefill_errtail.py, the H100 judge's seed): chunk2 (passed on the
 #    H200 in session 23), chunk3 and chunk4 (failed at 8192 x 1 on the H100 by 2-3 elements): prep or scan?
 # 2. gdn_prefill's triton_chunk5 (session 25: chunk4 with a new `_kkt`), when the file exists: the fault check, then
@@ -24,6 +25,11 @@ nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv 
 K=tasks/kda_prefill; G=tasks/gdn_prefill/candidates
 quiet() { grep -v "Warning\|warn(\|leaked\|nanobind"; }
 if [ "${SKIP_ERRTAIL:-0}" != 1 ]; then
+  echo "=== gdn_prefill: GPU errors of FLA and ours in the tolerance scenarios ($(left) s left)"; t0=$(date +%s)
+  C5E=""; [ -f $G/triton_chunk5.py ] && C5E=$G/triton_chunk5.py
+  timeout ${SURVEY_S:-150} python3 scripts/la_gpu_errors.py --task gdn_prefill --seeds 2 tasks/gdn_prefill/solutions/triton_chunk.py \
+    $G/triton_chunk2.py $C5E --out "$OUT/gdn_gpu_errors.json" 2>&1 | quiet | tee "$OUT/gdn_gpu_errors.txt"
+  echo "survey: $(( $(date +%s) - t0 )) s"
   echo "=== gdn_prefill error tail ($(left) s left)"; t0=$(date +%s)
   timeout ${ERRTAIL_S:-150} python3 scripts/gdn_prefill_errtail.py --device cuda --seed 8341427308336122200 \
     $G/triton_chunk2.py $G/triton_chunk3.py $G/triton_chunk4.py 2>&1 | quiet | tee "$OUT/gdn_errtail.txt"
@@ -55,6 +61,10 @@ if [ "$l" -gt 90 ] && [ "${SKIP_KDA:-0}" != 1 ]; then
       --workloads 1ca0667f,5ab1502f --calls 10 --out "$OUT/kda_split.json" 2>&1 | quiet | tee "$OUT/kda_split.txt"
     echo "kda split: $(( $(date +%s) - t0 )) s"; l=$(left); lim=$(( c5_ok == 1 && l > 330 ? l - 200 : l - 5 ))
   fi
+  t0=$(date +%s)
+  timeout ${KDA_SURVEY_S:-100} python3 scripts/la_gpu_errors.py --task kda_prefill --seeds 1 $K/solutions/triton_intra5.py $K6 \
+    --out "$OUT/kda_gpu_errors.json" 2>&1 | quiet | tee "$OUT/kda_gpu_errors.txt"
+  echo "kda survey: $(( $(date +%s) - t0 )) s"; l=$(left); lim=$(( c5_ok == 1 && l > 330 ? l - 200 : l - 5 ))
   echo "=== tasks/kda_prefill ($l s left, limit $lim s)"; t0=$(date +%s)
   timeout $lim python3 -m kernelcraft eval $K $K/solutions/triton_intra5.py $K6 --device cuda --peers --budget-ms 50 \
     --confirm --json "$OUT/kda_prefill.json" > "$OUT/kda_prefill.log" 2>&1
