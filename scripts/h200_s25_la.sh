@@ -5,7 +5,8 @@
 # 1. gdn_prefill's error tail on a GPU (scripts/gdn_prefill_errtail.py, the H100 judge's seed): chunk2 (passed on the
 #    H200 in session 23), chunk3 and chunk4 (failed at 8192 x 1 on the H100 by 2-3 elements): prep or scan?
 # 2. gdn_prefill's triton_chunk5 (session 25: chunk4 with a new `_kkt`), when the file exists: the fault check, then
-#    the split beside chunk4 and FLA (torch.profiler, warm L2).
+#    the split beside its CONFIG variants, chunk6 (chunk5 with qg / kd no longer stored), chunk4 and FLA
+#    (torch.profiler, warm L2).
 # 3. kda_prefill's promoted triton_intra5 on the H200 for the first time: `kernelcraft eval` with every gate, FLA in
 #    the same run and the confirmation (the H100 gave 0.964x FLA).
 # 4. chunk5 judged (every gate, FLA, confirmation) with what time is left.
@@ -26,7 +27,7 @@ K=tasks/kda_prefill; G=tasks/gdn_prefill/candidates
 quiet() { grep -v "Warning\|warn(\|leaked\|nanobind"; }
 if [ "${SKIP_ERRTAIL:-0}" != 1 ]; then
   echo "=== gdn_prefill: GPU errors of FLA and ours in the tolerance scenarios ($(left) s left)"; t0=$(date +%s)
-  C5E=""; [ -f $G/triton_chunk5.py ] && C5E=$G/triton_chunk5.py
+  C5E=""; for f in $G/triton_chunk5.py $G/triton_chunk6.py; do [ -f $f ] && C5E="$C5E $f"; done
   timeout ${SURVEY_S:-150} python3 scripts/la_gpu_errors.py --task gdn_prefill --seeds 2 tasks/gdn_prefill/solutions/triton_chunk.py \
     $G/triton_chunk2.py $C5E --out "$OUT/gdn_gpu_errors.json" 2>&1 | quiet | tee "$OUT/gdn_gpu_errors.txt"
   echo "survey: $(( $(date +%s) - t0 )) s"
@@ -47,6 +48,7 @@ if [ -f $C5 ] && [ "${SKIP_GDN5:-0}" != 1 ]; then
     eval "python3 scripts/config_variants.py $C5 /tmp/c5v $GDN5_VARIANTS" | tee "$OUT/gdn5_variants.txt"
     for f in /tmp/c5v/*.py; do V5="$V5 --solution $f"; done; cp -r /tmp/c5v "$OUT/c5v"
   fi
+  [ -f $G/triton_chunk6.py ] && V5="$V5 --solution $G/triton_chunk6.py"
   timeout 150 python3 scripts/gdn_prefill_split.py --task gdn_prefill --solution $C5 $V5 --solution $G/triton_chunk4.py \
     --workloads 32bd0dca,72e2d95a,d790aa8b --calls 10 --out "$OUT/gdn_split.json" 2>&1 | quiet | tee "$OUT/gdn_split.txt"
   echo "chunk5 fault + split: $(( $(date +%s) - t0 )) s (fault-free: $c5_ok)"
