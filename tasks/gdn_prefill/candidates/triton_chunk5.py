@@ -123,7 +123,7 @@ import triton.language as tl
 
 # chunk3's keys unchanged (SCAN_STAGES 1 left out: Triton 3.6 miscompiles the one-stage scan loop on sm_90,
 # AGENTS.md; the segment loops have its shape); SEG*, XFER_*, PAR_BV: the sequence-parallel recurrence.
-TUNABLES = {"BV": [8, 16, 32, 64], "KKT_WARPS": [2, 4, 8], "KKT_BK": [32, 64, 128], "KKT_MODE": ["tile3d", "blocks", "scratch"], "KKT_S_ODD": [False, True], "SC_WARPS": [4, 8], "SC_BK": [32, 64, 128], "KKT_MAXNREG": [0, 168], "WU_BK": [32, 64, 128],
+TUNABLES = {"BV": [8, 16, 32, 64], "KKT_WARPS": [2, 4, 8], "KKT_BK": [32, 64, 128], "KKT_MODE": ["tile3d", "blocks", "scratch"], "KKT_S_ODD": [False, True], "KKT_GRAM_T": [False, True], "SC_WARPS": [4, 8], "SC_BK": [32, 64, 128], "KKT_MAXNREG": [0, 168], "WU_BK": [32, 64, 128],
             "WU_WARPS": [4, 8], "SCAN_WARPS": [2, 4, 8], "SCAN_STAGES": [2, 3],
             "SCAN_SPLIT_O": [True, False], "OUT_BV": [32, 64, 128], "OUT_WARPS": [4, 8],
             "SEG": [0, 4, 8, 16], "SEG_TARGET": [0, 4, 8, 16], "SEG_TOTAL": [0, 16, 32, 64], "SEG_MAX_N": [4, 16, 64],
@@ -133,7 +133,7 @@ TUNABLES = {"BV": [8, 16, 32, 64], "KKT_WARPS": [2, 4, 8], "KKT_BK": [32, 64, 12
 # KKT_MODE: _kkt's inverse ("tile3d": 64 x 64 tiles, the substitution on a [4, 16, 16] view; "blocks": ten 16 x 16
 # Gram blocks, FLA's layout; "scratch": A through tb, read back as 16 x 16 blocks); KKT_S_ODD: the scores in _kkt's
 # odd programs (chunk4's split, no _sc launch; _kkt's registers for both halves); SC_*: _sc
-CONFIG = {"BV": 0, "KKT_WARPS": 4, "KKT_BK": 64, "KKT_MODE": "tile3d", "KKT_S_ODD": False, "SC_WARPS": 4, "SC_BK": 64, "KKT_MAXNREG": 0, "WU_BK": 64, "WU_WARPS": 4,  # BV 0: chosen from N x heads in run()
+CONFIG = {"BV": 0, "KKT_WARPS": 4, "KKT_BK": 64, "KKT_MODE": "tile3d", "KKT_S_ODD": False, "KKT_GRAM_T": False, "SC_WARPS": 4, "SC_BK": 64, "KKT_MAXNREG": 0, "WU_BK": 64, "WU_WARPS": 4,  # BV 0: chosen from N x heads in run()
           "SCAN_WARPS": 4, "SCAN_STAGES": 2, "SCAN_SPLIT_O": True, "OUT_BV": 64, "OUT_WARPS": 4,
           # segment length L = max(SEG, cdiv(longest, SEG_TARGET), cdiv(all chunks, SEG_TOTAL)) chunks (a 0 term is off;
           # SEG 0: always the serial scan); segmented only when N <= SEG_MAX_N
@@ -185,6 +185,25 @@ def _gates(alog_ptr, a_ptr, dtb_ptr, b_ptr, rows, end, hv, HV: tl.constexpr):
     lg = tl.where(valid, -tl.exp(tl.load(alog_ptr + hv)) * sp, 0.0)
     beta = tl.where(valid, tl.sigmoid(tl.load(b_ptr + rows * HV + hv, mask=valid, other=0.0).to(tl.float32)), 0.0)
     return lg, beta
+
+
+@triton.jit
+def _piece_t(x_ptr, lrows, h, kc, H: tl.constexpr, K: tl.constexpr, BK: tl.constexpr):
+    # _piece's tile loaded transposed ([BK, rows]) by its own pointer tensor: CONFIG["KKT_GRAM_T"]'s second operand
+    oc = kc + tl.arange(0, BK)
+    return tl.load(x_ptr + (lrows[None, :] * H + h) * K + oc[:, None])
+
+
+@triton.jit
+def _gram_t(x, yt, DOT: tl.constexpr, BF16_DOT: tl.constexpr):
+    # x @ yt for a transposed tile yt loaded apart from x (never the same tensor as both operands)
+    if DOT and BF16_DOT:
+        r = tl.dot(x, yt)
+    elif DOT:
+        r = tl.dot(x.to(tl.float32), yt.to(tl.float32))
+    else:
+        r = tl.sum(x.to(tl.float32)[:, None, :] * tl.trans(yt.to(tl.float32))[None, :, :], axis=2)  # _gram's order
+    return r
 
 
 @triton.jit
@@ -266,7 +285,7 @@ def _lrow(tb_ptr, row, cb: tl.constexpr, end, hv, HV: tl.constexpr, BT: tl.const
 def _kkt(q_ptr, k_ptr, alog_ptr, a_ptr, dtb_ptr, b_ptr, cu_ptr, gl_ptr, tb_ptr, cw_ptr, ks_ptr, sc_ptr, qs_ptr,
          scale, N, H: tl.constexpr, HV: tl.constexpr, K: tl.constexpr, BT: tl.constexpr, BC: tl.constexpr,
          BK: tl.constexpr, BN: tl.constexpr, CPU: tl.constexpr, DOT: tl.constexpr, BF16_DOT: tl.constexpr,
-         MODE: tl.constexpr, S_ODD: tl.constexpr):
+         MODE: tl.constexpr, S_ODD: tl.constexpr, GRAM_T: tl.constexpr):
     # One program per (value head, chunk): A = beta_i k^_i . k^_j exp(gamma_i - gamma_j) (strictly lower) and
     # T = (I + A)^-1. Stores what chunk4's even program stored: T diag(beta) (float32 [T, HV, BT], a chunk's row
     # i at its token, zeros above the diagonal), W's and kd's per-token scales cw = Gamma / ||k||,
@@ -324,7 +343,10 @@ def _kkt(q_ptr, k_ptr, alog_ptr, a_ptr, dtb_ptr, b_ptr, cu_ptr, gl_ptr, tb_ptr, 
             kx = _piece(k_ptr, lrows, h, kc, H, K, BK)
             kf = kx.to(tl.float32)
             ssk += tl.sum(kf * kf, 1)
-            kk += _gram(kx, kx, DOT, BF16_DOT)
+            if GRAM_T:
+                kk += _gram_t(kx, _piece_t(k_ptr, lrows, h, kc, H, K, BK), DOT, BF16_DOT)
+            else:
+                kk += _gram(kx, kx, DOT, BF16_DOT)
         nk = 1.0 / tl.sqrt(ssk + 1e-6)
         tl.store(cw_ptr + rows * HV + hv, tl.exp(g) * nk, mask=valid)
         tl.store(ks_ptr + rows * HV + hv, nk * tl.exp(glast - g), mask=valid)
@@ -363,7 +385,10 @@ def _kkt(q_ptr, k_ptr, alog_ptr, a_ptr, dtb_ptr, b_ptr, cu_ptr, gl_ptr, tb_ptr, 
             kx = _piece(k_ptr, lrows, h, kc, H, K, BK)
             kf = kx.to(tl.float32)
             ssk += tl.sum(kf * kf, 1)
-            kk += _gram(kx, kx, DOT, BF16_DOT)
+            if GRAM_T:
+                kk += _gram_t(kx, _piece_t(k_ptr, lrows, h, kc, H, K, BK), DOT, BF16_DOT)
+            else:
+                kk += _gram(kx, kx, DOT, BF16_DOT)
         nk = 1.0 / tl.sqrt(ssk + 1e-6)
         tl.store(cw_ptr + rows * HV + hv, tl.exp(g) * nk, mask=valid)
         tl.store(ks_ptr + rows * HV + hv, nk * tl.exp(glast - g), mask=valid)
@@ -1037,7 +1062,7 @@ def run(q, k, v, state, A_log, a, dt_bias, b, cu_seqlens, scale):
     _kkt[(2 * HV if s_odd else HV, nc)](
         q, k, A_log, a, dt_bias, b, cu_seqlens, gl, tb, cw, ks, sc, qs, float(scale), N,
         H=H, HV=HV, K=K, BT=BT, BC=BC, BK=kbk, BN=bn, CPU=cpu, DOT=dot, BF16_DOT=not cpu,
-        MODE=CONFIG["KKT_MODE"], S_ODD=s_odd, num_warps=CONFIG["KKT_WARPS"],
+        MODE=CONFIG["KKT_MODE"], S_ODD=s_odd, GRAM_T=CONFIG["KKT_GRAM_T"], num_warps=CONFIG["KKT_WARPS"],
         **({"maxnreg": CONFIG["KKT_MAXNREG"]} if CONFIG["KKT_MAXNREG"] and not cpu else {}),
     )
     if not s_odd:
