@@ -9,14 +9,16 @@ Session 25 ran this same code inline (`cat > /tmp/det.py <<EOF ... EOF` in the d
 """
 import importlib.util
 import sys
+from pathlib import Path
 
 import torch
 
-sys.path.insert(0, "src")
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "src"))
 from kernelcraft.task.inputs import make_inputs  # noqa: E402
 from kernelcraft.task.loader import load_task  # noqa: E402
 
-task = load_task("tasks/gdn_prefill")
+task = load_task(ROOT / "tasks" / "gdn_prefill")
 
 
 def load(p, n):
