@@ -123,7 +123,7 @@ import triton.language as tl
 
 # chunk3's keys unchanged (SCAN_STAGES 1 left out: Triton 3.6 miscompiles the one-stage scan loop on sm_90,
 # AGENTS.md; the segment loops have its shape); SEG*, XFER_*, PAR_BV: the sequence-parallel recurrence.
-TUNABLES = {"BV": [8, 16, 32, 64], "KKT_WARPS": [2, 4, 8], "KKT_BK": [32, 64, 128], "KKT_MODE": ["tile3d", "blocks", "scratch"], "KKT_S_ODD": [False, True], "KKT_GRAM_T": [False, True], "SC_WARPS": [4, 8], "SC_BK": [32, 64, 128], "KKT_MAXNREG": [0, 168], "WU_BK": [32, 64, 128],
+TUNABLES = {"BV": [8, 16, 32, 64], "KKT_WARPS": [2, 4, 8], "KKT_BK": [32, 64, 128], "KKT_MODE": ["tile3d", "blocks", "scratch"], "KKT_S_ODD": [False, True], "KKT_GRAM_T": [False, True], "KKT_SYNC": [False, True], "KKT_STAGES": [0, 1, 2], "SC_WARPS": [4, 8], "SC_BK": [32, 64, 128], "KKT_MAXNREG": [0, 168], "WU_BK": [32, 64, 128],
             "WU_WARPS": [4, 8], "SCAN_WARPS": [2, 4, 8], "SCAN_STAGES": [2, 3],
             "SCAN_SPLIT_O": [True, False], "OUT_BV": [32, 64, 128], "OUT_WARPS": [4, 8],
             "SEG": [0, 4, 8, 16], "SEG_TARGET": [0, 4, 8, 16], "SEG_TOTAL": [0, 16, 32, 64], "SEG_MAX_N": [4, 16, 64],
@@ -132,8 +132,10 @@ TUNABLES = {"BV": [8, 16, 32, 64], "KKT_WARPS": [2, 4, 8], "KKT_BK": [32, 64, 12
             "DOT_PATH_ON_CPU": [False], "CPU_TILES": [False]}
 # KKT_MODE: _kkt's inverse ("tile3d": 64 x 64 tiles, the substitution on a [4, 16, 16] view; "blocks": ten 16 x 16
 # Gram blocks, FLA's layout; "scratch": A through tb, read back as 16 x 16 blocks); KKT_S_ODD: the scores in _kkt's
-# odd programs (chunk4's split, no _sc launch; _kkt's registers for both halves); SC_*: _sc
-CONFIG = {"BV": 0, "KKT_WARPS": 4, "KKT_BK": 64, "KKT_MODE": "tile3d", "KKT_S_ODD": False, "KKT_GRAM_T": False, "SC_WARPS": 4, "SC_BK": 64, "KKT_MAXNREG": 0, "WU_BK": 64, "WU_WARPS": 4,  # BV 0: chosen from N x heads in run()
+# odd programs (chunk4's split, no _sc launch; _kkt's registers for both halves); KKT_SYNC: a tl.debug_barrier() after
+# each 64 x 64 Gram piece and merge product (session 26's race hunt: is a wgmma's shared operand overwritten before it
+# is read?); KKT_STAGES: _kkt's launch num_stages (0: Triton's default); SC_*: _sc
+CONFIG = {"BV": 0, "KKT_WARPS": 4, "KKT_BK": 64, "KKT_MODE": "tile3d", "KKT_S_ODD": False, "KKT_GRAM_T": False, "KKT_SYNC": False, "KKT_STAGES": 0, "SC_WARPS": 4, "SC_BK": 64, "KKT_MAXNREG": 0, "WU_BK": 64, "WU_WARPS": 4,  # BV 0: chosen from N x heads in run()
           "SCAN_WARPS": 4, "SCAN_STAGES": 2, "SCAN_SPLIT_O": True, "OUT_BV": 64, "OUT_WARPS": 4,
           # segment length L = max(SEG, cdiv(longest, SEG_TARGET), cdiv(all chunks, SEG_TOTAL)) chunks (a 0 term is off;
           # SEG 0: always the serial scan); segmented only when N <= SEG_MAX_N
@@ -285,7 +287,7 @@ def _lrow(tb_ptr, row, cb: tl.constexpr, end, hv, HV: tl.constexpr, BT: tl.const
 def _kkt(q_ptr, k_ptr, alog_ptr, a_ptr, dtb_ptr, b_ptr, cu_ptr, gl_ptr, tb_ptr, cw_ptr, ks_ptr, sc_ptr, qs_ptr,
          scale, N, H: tl.constexpr, HV: tl.constexpr, K: tl.constexpr, BT: tl.constexpr, BC: tl.constexpr,
          BK: tl.constexpr, BN: tl.constexpr, CPU: tl.constexpr, DOT: tl.constexpr, BF16_DOT: tl.constexpr,
-         MODE: tl.constexpr, S_ODD: tl.constexpr, GRAM_T: tl.constexpr):
+         MODE: tl.constexpr, S_ODD: tl.constexpr, GRAM_T: tl.constexpr, SYNC: tl.constexpr):
     # One program per (value head, chunk): A = beta_i k^_i . k^_j exp(gamma_i - gamma_j) (strictly lower) and
     # T = (I + A)^-1. Stores what chunk4's even program stored: T diag(beta) (float32 [T, HV, BT], a chunk's row
     # i at its token, zeros above the diagonal), W's and kd's per-token scales cw = Gamma / ||k||,
@@ -347,6 +349,8 @@ def _kkt(q_ptr, k_ptr, alog_ptr, a_ptr, dtb_ptr, b_ptr, cu_ptr, gl_ptr, tb_ptr, 
                 kk += _gram_t(kx, _piece_t(k_ptr, lrows, h, kc, H, K, BK), DOT, BF16_DOT)
             else:
                 kk += _gram(kx, kx, DOT, BF16_DOT)
+            if SYNC:
+                tl.debug_barrier()
         nk = 1.0 / tl.sqrt(ssk + 1e-6)
         tl.store(cw_ptr + rows * HV + hv, tl.exp(g) * nk, mask=valid)
         tl.store(ks_ptr + rows * HV + hv, nk * tl.exp(glast - g), mask=valid)
@@ -365,9 +369,19 @@ def _kkt(q_ptr, k_ptr, alog_ptr, a_ptr, dtb_ptr, b_ptr, cu_ptr, gl_ptr, tb_ptr, 
         half = (ri // (2 * BC)) == (rj // (2 * BC))
         xd = tl.reshape(tl.where(bsel, tl.broadcast_to(x[:, :, None, :], (NB, BC, NB, BC)), 0.0), (BT, BT))
         d = xd + (ri == rj).to(tl.float32)  # the four diagonal blocks' inverses
-        t = d - _mm(_mm(d, tl.where(half & ~diag, a, 0.0), DOT), d, DOT)  # 16 -> 32
-        t = tl.where(half, t, 0.0)
-        t = t - _mm(_mm(t, tl.where(half, 0.0, a), DOT), t, DOT)  # 32 -> 64
+        if SYNC:
+            t = _mm(d, tl.where(half & ~diag, a, 0.0), DOT)
+            tl.debug_barrier()
+            t = d - _mm(t, d, DOT)  # 16 -> 32
+            tl.debug_barrier()
+            t = tl.where(half, t, 0.0)
+            p = _mm(t, tl.where(half, 0.0, a), DOT)
+            tl.debug_barrier()
+            t = t - _mm(p, t, DOT)  # 32 -> 64
+        else:
+            t = d - _mm(_mm(d, tl.where(half & ~diag, a, 0.0), DOT), d, DOT)  # 16 -> 32
+            t = tl.where(half, t, 0.0)
+            t = t - _mm(_mm(t, tl.where(half, 0.0, a), DOT), t, DOT)  # 32 -> 64
         tl.store(tb_ptr + (rows[:, None] * HV + hv) * BT + rj, t * beta[None, :], mask=valid[:, None])
         return
     SCRATCH: tl.constexpr = MODE == "scratch"
@@ -389,6 +403,8 @@ def _kkt(q_ptr, k_ptr, alog_ptr, a_ptr, dtb_ptr, b_ptr, cu_ptr, gl_ptr, tb_ptr, 
                 kk += _gram_t(kx, _piece_t(k_ptr, lrows, h, kc, H, K, BK), DOT, BF16_DOT)
             else:
                 kk += _gram(kx, kx, DOT, BF16_DOT)
+            if SYNC:
+                tl.debug_barrier()
         nk = 1.0 / tl.sqrt(ssk + 1e-6)
         tl.store(cw_ptr + rows * HV + hv, tl.exp(g) * nk, mask=valid)
         tl.store(ks_ptr + rows * HV + hv, nk * tl.exp(glast - g), mask=valid)
@@ -1062,8 +1078,9 @@ def run(q, k, v, state, A_log, a, dt_bias, b, cu_seqlens, scale):
     _kkt[(2 * HV if s_odd else HV, nc)](
         q, k, A_log, a, dt_bias, b, cu_seqlens, gl, tb, cw, ks, sc, qs, float(scale), N,
         H=H, HV=HV, K=K, BT=BT, BC=BC, BK=kbk, BN=bn, CPU=cpu, DOT=dot, BF16_DOT=not cpu,
-        MODE=CONFIG["KKT_MODE"], S_ODD=s_odd, GRAM_T=CONFIG["KKT_GRAM_T"], num_warps=CONFIG["KKT_WARPS"],
-        **({"maxnreg": CONFIG["KKT_MAXNREG"]} if CONFIG["KKT_MAXNREG"] and not cpu else {}),
+        MODE=CONFIG["KKT_MODE"], S_ODD=s_odd, GRAM_T=CONFIG["KKT_GRAM_T"], SYNC=CONFIG["KKT_SYNC"],
+        num_warps=CONFIG["KKT_WARPS"], **({"maxnreg": CONFIG["KKT_MAXNREG"]} if CONFIG["KKT_MAXNREG"] and not cpu else {}),
+        **({"num_stages": CONFIG["KKT_STAGES"]} if CONFIG["KKT_STAGES"] and not cpu else {}),
     )
     if not s_odd:
         _sc[(HV, nc)](
