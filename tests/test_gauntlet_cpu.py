@@ -120,6 +120,8 @@ def test_wrong_fixture_is_caught(task, name, exp, small_tasks, tmp_path):
         assert s["gate"] == "build" and reason
     for fragment in exp.get("reason_contains", []):
         assert fragment in reason, reason
+    for fragment in exp.get("reason_lacks", []):
+        assert fragment not in reason, reason
 
 
 def test_crash_does_not_lose_neighbours(small_tasks, tmp_path):

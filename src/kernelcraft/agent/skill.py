@@ -298,7 +298,9 @@ worker process with a deadline per phase.
   - `[not-a-plain-tensor]`: an output is a tensor subclass or not a tensor. Return plain tensors.
   - `[output-caching]`: results were reused across calls. Compute on every call.
   - `[nondeterminism]`: two calls on identical inputs differed. Remove order-dependent atomics
-    and uninitialised reads; make reductions fixed-order.
+    and uninitialised reads; make reductions fixed-order. The same line under an
+    `INCORRECT_NUMERICAL` verdict means the wrong values changed from call to call: a race or
+    an unwritten buffer, not rounding; fix that before touching the arithmetic.
   - `[threads]`: a thread was left running after the call. Do all work inside the call.
 - gate `generalization` with `[holdout-shapes]`: correct on the listed workloads but not on other
   allowed shapes. Remove shape assumptions; mask tails; derive blocks from the actual sizes.

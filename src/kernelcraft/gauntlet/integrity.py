@@ -5,6 +5,8 @@ Decided here, on what the judge holds itself:
 - ``[input-mutation]`` an input in the shared arena differs from the judge's pristine copy after the call;
 - ``[nondeterminism]`` two calls on identical inputs disagree bit for bit (in the checkers' canonical
   form); ``[integrity] deterministic = false`` relaxes it to: the second call must pass the checks again;
+  under a numerical failure the judge repeats the call too and adds the line to the INCORRECT_NUMERICAL
+  reason where the two differ (a race looks like rounding from one call);
 - ``[torch-compute]`` the op counts the runner reported include ops outside the allowlist (by
   qualified name; ``contract.toml [integrity] allowed_torch_ops`` may allow more);
 - ``[threads]`` the thread counts it reported grew during a call;

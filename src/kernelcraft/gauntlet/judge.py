@@ -651,6 +651,10 @@ class Judge:
                          "filled it with before the call): a run that returns its outputs instead of writing them? The "
                          "solution's spec asks for destination-passing style; if run returns its outputs, set "
                          "\"destination_passing_style\": false in the spec.")
+        if c.status == "INCORRECT_NUMERICAL" and self.subject.audited:
+            race = self._race(pristine, called.outputs)
+            if race:
+                c.reason += "\n" + race
         result = {"status": c.status, "gate": "correctness", "reason": c.reason, "max_abs_error": c.max_abs_error,
                   "max_rel_error": c.max_rel_error, "reference_precision": precision}
         if c.judge_ratio is not None:
@@ -700,6 +704,29 @@ class Judge:
                         "max_abs_error": verdict.max_abs_error}
             worst = max(worst, verdict.max_abs_error)
         return {"status": "PASSED", "max_abs_error": worst} if ran else None
+
+    def _race(self, pristine: list[Any], first: list[Any]) -> str:
+        """For a numerical failure: a second call on identical inputs, compared bit for bit with the first.
+        Where they differ, the wrong values may be a race's (or unwritten memory's) and not the arithmetic's:
+        session 25's gdn_prefill misses on an H100, blamed for two sessions on GPU rounding, were a race that the
+        determinism gate (it runs only after the checks pass) never reached. "" when the calls agree, when the
+        contract allows nondeterminism, or when the second call fails otherwise (the first failure stands)."""
+        contract = self.task.contract
+        if not contract.integrity.deterministic:
+            return ""
+        self.subject.refill(pristine)
+        second = self.subject.call(warm=True)
+        if second.error or second.wrong is not None or self._evidence(second, warm=True):
+            return ""
+        a = canonical_outputs(first, self.d, contract)
+        b = canonical_outputs(second.outputs, self.d, contract)
+        for name, x, y in zip(self.d.outputs, a, b, strict=True):
+            same, n = bitwise_equal(x, y)
+            if not same:
+                return (f"[nondeterminism] output {name!r}: a second call on identical inputs differs from the first in "
+                        f"{n} element(s): the wrong values may come from a race or from memory the solution never "
+                        "wrote, not from its arithmetic; make it repeatable first")
+        return ""
 
     def _repeat(self, pristine: list[Any], first: list[Any], expected: list[Any], axes: dict[str, int],
                 floor: dict[str, float] | None = None) -> str:
