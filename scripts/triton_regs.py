@@ -156,13 +156,21 @@ def main() -> None:
     ap.add_argument("--axes", action="append", required=True,
                     help="one workload as name=value,...; repeat for several")
     ap.add_argument("--sms", type=int, default=132, help="what _num_sms(device) returns (H200: 132)")
+    ap.add_argument("--dump", type=Path, help="write each launch's TTGIR and PTX here (<kernel>_<workload #>.ttgir/.ptx)")
+    ap.add_argument("--kernel", action="append", help="only these kernels (by name; repeat)")
     args = ap.parse_args()
     definition = json.loads((args.task / "definition.json").read_text())
     mod = _load(args.solution.resolve())
-    for wl in args.axes:
+    for n, wl in enumerate(args.axes):
         axes = {k: int(v) for k, v in (kv.split("=") for kv in wl.split(","))}
         for fn, grid, a, kw in _launches(mod, _inputs(definition, axes), args.sms):
+            if args.kernel and fn.__name__ not in args.kernel:
+                continue
             k, opts = _compile(fn, a, kw)
+            if args.dump:
+                args.dump.mkdir(parents=True, exist_ok=True)
+                for ext in ("ttgir", "ptx"):
+                    (args.dump / f"{fn.__name__}_{n}.{ext}").write_text(k.asm[ext])
             r = _ptxas(k.asm["ptx"])
             warps = opts.get("num_warps", 4)
             smem = k.metadata.shared

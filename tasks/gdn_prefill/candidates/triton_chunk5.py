@@ -113,6 +113,19 @@ writes qg and kd besides w and u, twice FLA's bytes, ~37 us at 3 TB/s for its ~1
 chunk4's H100 error tail (session 24: 3 of 8.4 M output elements past the tolerance at 8192 x 1); this file's
 buffers are chunk4's, so it shares it.
 
+**The race (session 26), and its fix.** On a GPU chunk3-5 gave different outputs from call to call (session 25,
+H100: 10^4-10^5 elements at 8192 x 1). Cause, read in the TTGIR / PTX that Triton 3.6 makes for sm_90
+(`scripts/triton_regs.py --dump`, `scripts/triton_pipeline_lint.py`): the Gram loops of `_kkt` and `_scores`
+(`for kc in tl.range(0, K, BK)`, K 128, BK 64: two iterations) were software-pipelined into TWO shared buffers,
+both filled before the loop; each iteration issued its wgmma asynchronously and waited with `pendings = 1`, then
+issued the prefetch for iteration i + 2, which, past the loop's end, is a masked cp.async of source size 0: a
+zero-fill of buffer (i + 2) mod 2 = i, the one the wgmma still in flight reads. Some launches saw k (or q) columns
+as zeros. `bar.sync` does not wait for an async wgmma, so KKT_SYNC's barriers alone would not order it (they
+happen to stop the pipelining in `_kkt`, not in `_scores`). Every such loop is now `tl.range(..., num_stages=1)`:
+not pipelined, each wgmma waited with `pendings = 0`, no zero-fill (`_kkt` 158 registers instead of 167, `_sc` 95
+instead of 120). The lint reports every loop of every kernel of this file SAFE; chunk2 and solutions/triton_chunk
+(deterministic on the H100) had no such loop, chunk3 / chunk4 / chunk6 did.
+
 On CPU (the Triton interpreter, whose tl.dot multiplies bf16 storage bits and skips BLAS) products are
 broadcast sums on bf16-valued float32 and bf16 stores round to nearest (`_rne_bf16`), as chunk4;
 CONFIG["DOT_PATH_ON_CPU"] runs `_kkt`'s, `_sc`'s and `_wu`'s GPU code path (tl.dot on float32 operands).
@@ -341,7 +354,7 @@ def _kkt(q_ptr, k_ptr, alog_ptr, a_ptr, dtb_ptr, b_ptr, cu_ptr, gl_ptr, tb_ptr, 
         rj = r[None, :]
         kk = tl.zeros([BT, BT], dtype=tl.float32)
         ssk = tl.zeros([BT], dtype=tl.float32)
-        for kc in tl.range(0, K, BK):
+        for kc in tl.range(0, K, BK, num_stages=1):  # never pipelined: Triton 3.6's race (see the docstring)
             kx = _piece(k_ptr, lrows, h, kc, H, K, BK)
             kf = kx.to(tl.float32)
             ssk += tl.sum(kf * kf, 1)
@@ -395,7 +408,7 @@ def _kkt(q_ptr, k_ptr, alog_ptr, a_ptr, dtb_ptr, b_ptr, cu_ptr, gl_ptr, tb_ptr, 
         rj = r[None, :]
         kk = tl.zeros([BT, BT], dtype=tl.float32)
         ssk = tl.zeros([BT], dtype=tl.float32)
-        for kc in tl.range(0, K, BK):
+        for kc in tl.range(0, K, BK, num_stages=1):  # never pipelined: Triton 3.6's race (see the docstring)
             kx = _piece(k_ptr, lrows, h, kc, H, K, BK)
             kf = kx.to(tl.float32)
             ssk += tl.sum(kf * kf, 1)
@@ -450,7 +463,7 @@ def _kkt(q_ptr, k_ptr, alog_ptr, a_ptr, dtb_ptr, b_ptr, cu_ptr, gl_ptr, tb_ptr, 
         s1 = tl.zeros([BC], dtype=tl.float32)
         s2 = tl.zeros([BC], dtype=tl.float32)
         s3 = tl.zeros([BC], dtype=tl.float32)
-        for kc in tl.range(0, K, BK):
+        for kc in tl.range(0, K, BK, num_stages=1):  # never pipelined: Triton 3.6's race (see the docstring)
             x0 = _piece(k_ptr, l0, h, kc, H, K, BK)
             x1 = _piece(k_ptr, l1, h, kc, H, K, BK)
             x2 = _piece(k_ptr, l2, h, kc, H, K, BK)
@@ -576,7 +589,7 @@ def _scores(q_ptr, k_ptr, sc_ptr, qs_ptr, scale, rows, end, g, hv, h, H: tl.cons
     qk = tl.zeros([BT, BT], dtype=tl.float32)
     ssq = tl.zeros([BT], dtype=tl.float32)
     ssk = tl.zeros([BT], dtype=tl.float32)
-    for kc in tl.range(0, K, BK):
+    for kc in tl.range(0, K, BK, num_stages=1):  # never pipelined: Triton 3.6's race (see the docstring)
         qx = _piece(q_ptr, lrows, h, kc, H, K, BK)
         kx = _piece(k_ptr, lrows, h, kc, H, K, BK)
         qf = qx.to(tl.float32)

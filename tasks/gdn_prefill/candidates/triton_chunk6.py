@@ -119,6 +119,9 @@ Not addressed: chunk4's H100 error tail (session 24: 3 of 8.4 M output elements 
 On CPU (the Triton interpreter, whose tl.dot multiplies bf16 storage bits and skips BLAS), products are
 broadcast sums on bf16-valued float32 and bf16 stores round to nearest (`_rne_bf16`), as in chunk5; each CPU
 path rounds where its GPU code rounds (`_scan`'s CPU path keeps D float32, as before).
+
+Session 26: the Gram loops of `_kkt` and `_scores` run unpipelined (`num_stages=1`): Triton 3.6's two-buffer
+pipeline zero-filled a buffer an async wgmma still read (chunk5's docstring, "The race").
 """
 import torch
 import triton
@@ -323,7 +326,7 @@ def _kkt(q_ptr, k_ptr, alog_ptr, a_ptr, dtb_ptr, b_ptr, cu_ptr, gl_ptr, tb_ptr, 
         rj = r[None, :]
         kk = tl.zeros([BT, BT], dtype=tl.float32)
         ssk = tl.zeros([BT], dtype=tl.float32)
-        for kc in tl.range(0, K, BK):
+        for kc in tl.range(0, K, BK, num_stages=1):  # never pipelined: Triton 3.6's race (chunk5's docstring)
             kx = _piece(k_ptr, lrows, h, kc, H, K, BK)
             kf = kx.to(tl.float32)
             ssk += tl.sum(kf * kf, 1)
@@ -362,7 +365,7 @@ def _kkt(q_ptr, k_ptr, alog_ptr, a_ptr, dtb_ptr, b_ptr, cu_ptr, gl_ptr, tb_ptr, 
         rj = r[None, :]
         kk = tl.zeros([BT, BT], dtype=tl.float32)
         ssk = tl.zeros([BT], dtype=tl.float32)
-        for kc in tl.range(0, K, BK):
+        for kc in tl.range(0, K, BK, num_stages=1):  # never pipelined: Triton 3.6's race (chunk5's docstring)
             kx = _piece(k_ptr, lrows, h, kc, H, K, BK)
             kf = kx.to(tl.float32)
             ssk += tl.sum(kf * kf, 1)
@@ -412,7 +415,7 @@ def _kkt(q_ptr, k_ptr, alog_ptr, a_ptr, dtb_ptr, b_ptr, cu_ptr, gl_ptr, tb_ptr, 
         s1 = tl.zeros([BC], dtype=tl.float32)
         s2 = tl.zeros([BC], dtype=tl.float32)
         s3 = tl.zeros([BC], dtype=tl.float32)
-        for kc in tl.range(0, K, BK):
+        for kc in tl.range(0, K, BK, num_stages=1):  # never pipelined: Triton 3.6's race (chunk5's docstring)
             x0 = _piece(k_ptr, l0, h, kc, H, K, BK)
             x1 = _piece(k_ptr, l1, h, kc, H, K, BK)
             x2 = _piece(k_ptr, l2, h, kc, H, K, BK)
@@ -538,7 +541,7 @@ def _scores(q_ptr, k_ptr, sc_ptr, qs_ptr, scale, rows, end, g, hv, h, H: tl.cons
     qk = tl.zeros([BT, BT], dtype=tl.float32)
     ssq = tl.zeros([BT], dtype=tl.float32)
     ssk = tl.zeros([BT], dtype=tl.float32)
-    for kc in tl.range(0, K, BK):
+    for kc in tl.range(0, K, BK, num_stages=1):  # never pipelined: Triton 3.6's race (chunk5's docstring)
         qx = _piece(q_ptr, lrows, h, kc, H, K, BK)
         kx = _piece(k_ptr, lrows, h, kc, H, K, BK)
         qf = qx.to(tl.float32)
