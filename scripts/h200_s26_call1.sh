@@ -35,6 +35,8 @@ G=tasks/gdn_prefill/candidates; C5=$G/triton_chunk5.py; C6=$G/triton_chunk6.py
 quiet() { grep -v "Warning\|warn(\|leaked\|nanobind"; }
 mkdir -p /tmp/c5r && sed 's/, num_stages=1):  # never pipelined.*$/):/' $C5 > /tmp/c5r/triton_chunk5_racy.py
 grep -c "num_stages=1" $C5 /tmp/c5r/triton_chunk5_racy.py
+echo "=== the smallest racy loop (scripts/triton_race_repro.py)"
+timeout 60 python3 scripts/triton_race_repro.py --programs 4096 --calls 50 2>&1 | quiet | tee "$OUT/race_repro.txt"
 l=$(left); echo "=== stage determinism ($l s left)"; t0=$(date +%s)
 timeout $(( l < 220 ? l - 10 : 210 )) python3 scripts/stage_determinism.py --task gdn_prefill --workloads 32bd0dca,d790aa8b \
   $C5 $C6 /tmp/c5r/triton_chunk5_racy.py $G/triton_chunk2.py --out "$OUT/stage_det.json" 2>&1 | quiet | tee "$OUT/stage_det.txt"

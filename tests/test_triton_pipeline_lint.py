@@ -1,0 +1,47 @@
+"""scripts/triton_pipeline_lint.py reads Triton's sm_90 TTGIR for the pipelined-loop race session 26 found in
+gdn_prefill (a two-buffer load zero-filled while an async wgmma still reads it): compiled here, on a machine with
+no GPU, by the installed Triton's CUDA backend (the race's form is the same in Triton 3.6, the GPU machine's)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from conftest import ROOT
+
+sys.path.insert(0, str(ROOT / "scripts"))
+
+triton = pytest.importorskip("triton")
+
+from triton_pipeline_lint import lint  # noqa: E402
+from triton_race_repro import compile_only  # noqa: E402
+
+
+def _verdicts(path) -> list[bool]:
+    return [f["race"] for f in lint(path.read_text())]
+
+
+def test_the_smallest_racy_loop_is_found_and_its_two_fixes_are_not(tmp_path):
+    racy, three_buffers, unpipelined = compile_only(tmp_path)
+    assert _verdicts(racy) == [True]  # the Gram's tile also used in registers: two buffers, pendings 1
+    assert _verdicts(three_buffers) == [False]  # Triton's usual three-buffer matmul pipeline
+    assert not any(_verdicts(unpipelined))  # num_stages=1: no multi-buffered load at all
+    f = lint(racy.read_text())[0]
+    assert (f["buffers"], f["distance"], f["pendings"]) == (2, 2, 1)
+
+
+@pytest.mark.parametrize("name, racy", [("triton_chunk5.py", False), ("triton_chunk6.py", False),
+                                        ("triton_chunk4.py", True), ("triton_chunk2.py", False)])
+def test_gdn_prefill_candidates(name, racy, tmp_path):
+    """chunk5 / chunk6 run their Gram loops unpipelined since session 26; chunk4 (racy on the H100 in session 25)
+    keeps the loop that raced; chunk2 (deterministic there) never had one."""
+    axes = "total_seq_len=8192,num_seqs=1,len_cu_seqlens=2,num_q_heads=4,num_k_heads=4,num_v_heads=8,head_size=128"
+    r = subprocess.run([sys.executable, "scripts/triton_regs.py", "tasks/gdn_prefill",
+                        f"tasks/gdn_prefill/candidates/{name}", "--axes", axes, "--dump", str(tmp_path)], cwd=ROOT, capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr[-3000:]
+    irs = sorted(tmp_path.glob("*.ttgir"))
+    assert irs, r.stdout
+    found = [f["race"] for p in irs for f in lint(p.read_text())]
+    assert any(found) == racy, found
