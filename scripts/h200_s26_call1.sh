@@ -3,7 +3,8 @@
 # ".kernelcraft/flashinfer-cache"]                                command: bash scripts/h200_s26_call1.sh
 # On an H200: the catalog's chain call 1 under the `--trusted-timing auto` default (scripts/h200_s19_chain1.sh with
 # CONFIRM=--confirm; calls 2-4 follow on the warm machine), then the race hunt below in what is left.
-# On anything else (an H100): the race hunt with the whole call.
+# On anything else (an H100), or with FORCE_HUNT=1: the race check with the whole call (SKIP_STAGE=1: without the
+# reproducer and the stage determinism, i.e. survey, eval and split only; carry [".whl", ".whl-peers/c1"] then).
 # Race check (issue 23, gdn_prefill): scripts/triton_pipeline_lint.py read the race in Triton 3.6's TTGIR (a
 # two-buffer pipelined Gram loop zero-filling the buffer an async wgmma still reads); chunk5 / chunk6 now run those
 # loops with num_stages=1. scripts/stage_determinism.py on chunk5, chunk6, chunk5 as it was (the racy loops, made
@@ -35,12 +36,14 @@ G=tasks/gdn_prefill/candidates; C5=$G/triton_chunk5.py; C6=$G/triton_chunk6.py
 quiet() { grep -v "Warning\|warn(\|leaked\|nanobind"; }
 mkdir -p /tmp/c5r && sed 's/, num_stages=1):  # never pipelined.*$/):/' $C5 > /tmp/c5r/triton_chunk5_racy.py
 grep -c "num_stages=1" $C5 /tmp/c5r/triton_chunk5_racy.py
-echo "=== the smallest racy loop (scripts/triton_race_repro.py)"
-timeout 60 python3 scripts/triton_race_repro.py --programs 4096 --calls 50 2>&1 | quiet | tee "$OUT/race_repro.txt"
-l=$(left); echo "=== stage determinism ($l s left)"; t0=$(date +%s)
-timeout $(( l < 220 ? l - 10 : 210 )) python3 scripts/stage_determinism.py --task gdn_prefill --workloads 32bd0dca,d790aa8b \
-  $C5 $C6 /tmp/c5r/triton_chunk5_racy.py $G/triton_chunk2.py --out "$OUT/stage_det.json" 2>&1 | quiet | tee "$OUT/stage_det.txt"
-echo "stage determinism: $(( $(date +%s) - t0 )) s"
+if [ "${SKIP_STAGE:-0}" != 1 ]; then
+  echo "=== the smallest racy loop (scripts/triton_race_repro.py)"
+  timeout 60 python3 scripts/triton_race_repro.py --programs 4096 --calls 50 2>&1 | quiet | tee "$OUT/race_repro.txt"
+  l=$(left); echo "=== stage determinism ($l s left)"; t0=$(date +%s)
+  timeout $(( l < 220 ? l - 10 : 210 )) python3 scripts/stage_determinism.py --task gdn_prefill --workloads 32bd0dca,d790aa8b \
+    $C5 $C6 /tmp/c5r/triton_chunk5_racy.py $G/triton_chunk2.py --out "$OUT/stage_det.json" 2>&1 | quiet | tee "$OUT/stage_det.txt"
+  echo "stage determinism: $(( $(date +%s) - t0 )) s"
+fi
 l=$(left)
 if [ "$l" -gt 100 ]; then
   echo "=== GPU errors of chunk5 / chunk6 ($l s left)"; t0=$(date +%s)
