@@ -116,7 +116,7 @@ def main() -> None:
                                        "differs": diffs})
             row["outputs_race"] = [[differing(o, r[0][j]) for r in runs[1:]] for j, o in enumerate(o0)]
             on, _ = call(mod, inputs, float("nan"))
-            row["outputs_unwritten"] = [differing(o, n) for o, n in zip(o0, on)]
+            row["outputs_unwritten"] = [differing(o, n) for o, n in zip(o0, on, strict=True)]
             report.append(row)
             name = path.name
             print(f"{prefix} {name}: outputs differ between calls {row['outputs_race']}; "
