@@ -18,7 +18,10 @@ subprocess with --dump into a temporary folder; every dumped TTGIR is linted. On
 compiled (distinct names; launches), loops SAFE and RACE (counted per loop and multi-buffered wgmma operand, as
 triton_pipeline_lint.py prints them), the RACEs with the kernels (`name_<workload #>@<TTGIR line of
 the loop>(B buffers, D prefetch distance, P pendings)`, workload 0 the largest, 1 the smallest, as the `#` line
-before each task's files gives them), or `compile failed: <last line of stderr>` (reported, not fixed). Exits 1
+before each task's files gives them), or `compile failed: <last line of stderr>` (reported, not fixed). A file
+whose launcher fails on meta tensors with NotImplementedError (torch.nonzero has no meta kernel) is tried again
+with triton_regs.py --real-inputs (zero-filled CPU tensors; see its docstring for what that records), its line
+marked `[real inputs]`. Exits 1
 when any RACE is found. A static reading of one compiler's output, not a proof: confirm on the GPU with
 scripts/stage_determinism.py.
 """
@@ -104,15 +107,22 @@ def _check(task: Path, path: Path, timeout: float) -> tuple[str, bool]:
         cmd = [sys.executable, str(ROOT / "scripts" / "triton_regs.py"), str(task), str(path), "--dump", d]
         for a in axes:
             cmd += ["--axes", a]
-        t0 = time.time()
-        try:
-            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env, cwd=ROOT)
-        except subprocess.TimeoutExpired:
-            return f"{head} compile failed: timeout after {timeout:.0f} s", False
-        secs = time.time() - t0
-        if proc.returncode:
+        real = ""
+        for attempt in (cmd, cmd + ["--real-inputs"]):
+            t0 = time.time()
+            try:
+                proc = subprocess.run(attempt, capture_output=True, text=True, timeout=timeout, env=env, cwd=ROOT)
+            except subprocess.TimeoutExpired:
+                return f"{head} compile failed: timeout after {timeout:.0f} s{real}", False
+            secs = time.time() - t0
             lines = [x for x in proc.stderr.strip().splitlines() if x.strip()] or ["(no stderr)"]
-            return f"{head} compile failed: {lines[-1].strip()[:200]}", False
+            if not (proc.returncode and lines[-1].startswith("NotImplementedError") and not real):
+                break
+            real = "  [real inputs]"  # meta tensors lack a kernel the launcher's host code needs: CPU ones
+            for p in Path(d).iterdir():  # what the meta attempt dumped before it failed
+                p.unlink()
+        if proc.returncode:
+            return f"{head} compile failed: {lines[-1].strip()[:200]}{real}", False
         launches = sum(1 for x in proc.stdout.splitlines() if " grid=" in x)
         dumps = sorted(Path(d).glob("*.ttgir"))
         names = {p.stem.rsplit("_", 1)[0] for p in dumps}
@@ -124,7 +134,7 @@ def _check(task: Path, path: Path, timeout: float) -> tuple[str, bool]:
                 else:
                     safe += 1
     line = (f"{head} kernels {len(names)} (launches {launches}), loops SAFE {safe}, RACE {len(races)}"
-            + (f": {' '.join(races)}" if races else "") + f"  [{secs:.0f} s]")
+            + (f": {' '.join(races)}" if races else "") + f"  [{secs:.0f} s]{real}")
     return line, bool(races)
 
 

@@ -8,9 +8,17 @@ scripts/kda_prefill_regs.py, which uses its helpers.
 What is compiled is what the solution's launcher passes: its `run` is called on meta tensors of the
 definition's input shapes (axes from --axes; scalar inputs get 1.0 / 1) with every Triton kernel of
 the module replaced by a recorder, so dtypes, constexprs, grid and num_warps / num_stages are the
-launcher's own. A module function `_num_sms(device)` is replaced by one returning --sms (meta tensors
-have no device properties). A launcher that branches on `x.is_cuda` sees False on meta tensors:
-write GPU branches as `not x.is_cpu`. Each recorded launch is compiled for GPUTarget("cuda", 90, 32)
+launcher's own. A destination-passing-style solution (the project's rule: a solution folder whose
+solution.json spec does not set destination_passing_style false; a bare .py is value-returning) also
+gets meta tensors of the definition's outputs after the inputs. A module function `_num_sms(device)`
+is replaced by one returning --sms (meta tensors have no device properties). A launcher that branches
+on `x.is_cuda` sees False on meta tensors: write GPU branches as `not x.is_cpu` (a branch on
+`x.device.type != "cuda"` takes its non-CUDA side here). --real-inputs builds zero-filled CPU tensors
+instead, for a launcher whose host code needs data, e.g. torch.nonzero (no meta kernel: its output size
+depends on the data). Only that host code runs: the kernels are recorders, so buffers they would fill
+stay as allocated, and torch.empty / empty_like are made to zero-fill meanwhile; the launches recorded
+are those of the control flow zeros give (a data-dependent loop's first pass, not a real run's
+rounds); `x.is_cpu` is True there, so `not x.is_cpu` GPU branches are not taken either. Each recorded launch is compiled for GPUTarget("cuda", 90, 32)
 with the specialisation Triton's JIT makes (pointers 16-byte aligned, ints equal to 1 constexpr,
 ints divisible by 16 marked so), and its PTX assembled as Triton's make_cubin does (Triton's own
 ptxas, `-lineinfo -v --regAllocOptLevel=2 --gpu-name=sm_90a`).
@@ -51,25 +59,50 @@ def _load(path: Path):
     return mod
 
 
-def _inputs(definition: dict, axes: dict) -> list:
+def _inputs(definition: dict, axes: dict, device: str = "meta", key: str = "inputs") -> list:
+    """The tensors (and scalars) of the definition's `key` ("inputs" or "outputs"): meta tensors, or
+    zero-filled ones on `device` ("cpu" for --real-inputs)."""
     import torch
 
     out = []
-    for _name, spec in definition["inputs"].items():
+    for _name, spec in definition[key].items():
         dt = getattr(torch, spec["dtype"])  # definition dtype names are torch's
         shape = spec.get("shape")
         if shape is None:  # a scalar input
             out.append(1.0 if dt.is_floating_point else 1)
             continue
         dims = [axes[d] if isinstance(d, str) else int(d) for d in shape]
-        out.append(torch.empty(*dims, dtype=dt, device="meta"))
+        out.append(torch.zeros(*dims, dtype=dt, device=device))
     return out
 
 
-def _launches(mod, inputs: list, sms: int) -> list:
+def _is_dps(solution: Path, definition: dict) -> bool:
+    """Whether `run` takes the outputs after the inputs: as the project loads the solution
+    (kernelcraft.solution.model.load_solution), the folder's solution.json when its entry point is this
+    file (spec.destination_passing_style, default true), else a bare .py, value-returning."""
+    from kernelcraft.solution.model import load_solution
+
+    folder = solution.parent
+    record = folder / "solution.json"
+    if record.is_file():
+        spec = json.loads(record.read_text()).get("spec", {})
+        if spec.get("entry_point", "").split("::")[0] == solution.name:
+            return load_solution(folder, definition["name"]).spec.destination_passing_style
+    return False
+
+
+def _launches(mod, inputs: list, sms: int, zero_empty: bool = False) -> list:
+    """The launches `run` makes, as (kernel, grid, args, kwargs). zero_empty (--real-inputs): torch.empty and
+    torch.empty_like give zero-filled tensors meanwhile, so host code that reads buffers the recorded kernels
+    never fill (torch.nonzero of a flag array) sees zeros, not leftover memory: one deterministic pass, where
+    leftover bytes made the rounds loop of balanced_kmeans_step's launchers run on (or forever)."""
+    import torch
     import triton
 
     log: list = []
+    saved_empty = torch.empty, torch.empty_like
+    if zero_empty:
+        torch.empty, torch.empty_like = torch.zeros, torch.zeros_like
     kernels = {n: o for n, o in vars(mod).items() if isinstance(o, triton.runtime.jit.JITFunction)}
     for name, obj in kernels.items():
         setattr(mod, name, _Recorder(obj, log))
@@ -83,6 +116,7 @@ def _launches(mod, inputs: list, sms: int) -> list:
             setattr(mod, name, obj)
         if saved_sms is not None:
             mod._num_sms = saved_sms
+        torch.empty, torch.empty_like = saved_empty
     return log
 
 
@@ -104,10 +138,12 @@ def _compile(fn, args, kwargs):
         if name in const_names:
             signature[name], constexprs[name] = "constexpr", val
             continue
-        if isinstance(val, torch.Tensor):  # a meta tensor: a pointer, 16-byte aligned as allocations are
+        if isinstance(val, torch.Tensor):  # a meta (--real-inputs: CPU) tensor: a pointer, 16-byte aligned
+            # as allocations are; fp8 as Triton (3.6 and 3.9) names them
             ty = "*" + {torch.bfloat16: "bf16", torch.float16: "fp16", torch.float32: "fp32",
                         torch.float64: "fp64", torch.int32: "i32", torch.int64: "i64", torch.int8: "i8",
-                        torch.uint8: "u8", torch.bool: "i1"}[val.dtype]
+                        torch.uint8: "u8", torch.bool: "i1", torch.float8_e4m3fn: "fp8e4nv",
+                        torch.float8_e5m2: "fp8e5"}[val.dtype]
             signature[name] = ty
             attrs[(i,)] = [["tt.divisibility", 16]]
             continue
@@ -158,12 +194,19 @@ def main() -> None:
     ap.add_argument("--sms", type=int, default=132, help="what _num_sms(device) returns (H200: 132)")
     ap.add_argument("--dump", type=Path, help="write each launch's TTGIR and PTX here (<kernel>_<workload #>.ttgir/.ptx)")
     ap.add_argument("--kernel", action="append", help="only these kernels (by name; repeat)")
+    ap.add_argument("--real-inputs", action="store_true",
+                    help="zero-filled CPU tensors instead of meta ones (a launcher that needs data, e.g. torch.nonzero)")
     args = ap.parse_args()
     definition = json.loads((args.task / "definition.json").read_text())
     mod = _load(args.solution.resolve())
+    device = "cpu" if args.real_inputs else "meta"
+    dps = _is_dps(args.solution.resolve(), definition)
     for n, wl in enumerate(args.axes):
         axes = {k: int(v) for k, v in (kv.split("=") for kv in wl.split(","))}
-        for fn, grid, a, kw in _launches(mod, _inputs(definition, axes), args.sms):
+        inputs = _inputs(definition, axes, device)
+        if dps:
+            inputs += _inputs(definition, axes, device, "outputs")
+        for fn, grid, a, kw in _launches(mod, inputs, args.sms, zero_empty=args.real_inputs):
             if args.kernel and fn.__name__ not in args.kernel:
                 continue
             k, opts = _compile(fn, a, kw)
