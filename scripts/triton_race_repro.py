@@ -6,6 +6,10 @@ the Gram and the keys' norms). With SQ and the loop pipelined (num_stages 3, Tri
 give the load TWO shared buffers, keep the wgmma asynchronous with `pendings = 1` and, past the loop's end, zero-fill
 the buffer the wgmma in flight still reads (scripts/triton_pipeline_lint.py says RACE); without SQ the load gets
 three buffers (SAFE); with num_stages 1 nothing is pipelined (SAFE).
+On an H100 (session 26, 4096 programs, 50 calls) the racy form gave identical, right results every time: the lint
+reads a window that this small kernel's timing does not hit; gdn_prefill's `_kkt`, with more work between the
+wgmma's issue and the zero-fill's arrival, hit it in 10^4-10^5 output elements a call. Keep it as the compile-only
+case the lint is tested on, not as a GPU demonstration.
 
     python3 scripts/triton_race_repro.py --compile-only DIR   # TTGIR of the four (STAGES, SQ) kernels, any machine
     python3 scripts/triton_race_repro.py --programs 4096 --calls 50   # on a GPU: per kernel, how many of the calls
