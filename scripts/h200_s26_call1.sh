@@ -36,7 +36,7 @@ else
 fi
 export KERNELCRAFT_CACHE=/tmp/kc_cache
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv | tee "$OUT/gpu.txt"
-G=tasks/gdn_prefill/candidates; C5=$G/triton_chunk5.py; C6=$G/triton_chunk6.py
+G=tasks/gdn_prefill/candidates; C5=$G/triton_chunk5.py; C6=tasks/gdn_prefill/solutions/triton_chunk6.py  # candidates/ until its promotion after call 2
 quiet() { grep -v "Warning\|warn(\|leaked\|nanobind"; }
 mkdir -p /tmp/c5r && sed 's/, num_stages=1):  # never pipelined.*$/):/' $C5 > /tmp/c5r/triton_chunk5_racy.py
 grep -c "num_stages=1" $C5 /tmp/c5r/triton_chunk5_racy.py

@@ -20,7 +20,7 @@ fi
 export KERNELCRAFT_CACHE=/tmp/kc_cache
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv | tee "$OUT/gpu.txt"
 quiet() { grep -v "Warning\|warn(\|leaked\|nanobind"; }
-C6=tasks/gdn_prefill/candidates/triton_chunk6.py
+C6=tasks/gdn_prefill/solutions/triton_chunk6.py  # candidates/ until its promotion after this call
 rm -rf /tmp/c6v
 python3 scripts/config_variants.py $C6 /tmp/c6v '{"SEG_MAX_N": 1}' '{"SEG_MAX_N": 2}' '{"SEG_MAX_N": 4}' '{"SEG": 0}' \
   '{"SEG_TARGET": 4}' '{"SEG_TOTAL": 16}' | tee "$OUT/variants.txt"

@@ -32,14 +32,14 @@ def test_the_smallest_racy_loop_is_found_and_its_two_fixes_are_not(tmp_path):
     assert (f["buffers"], f["distance"], f["pendings"]) == (2, 2, 1)
 
 
-@pytest.mark.parametrize("name, racy", [("triton_chunk5.py", False), ("triton_chunk6.py", False),
-                                        ("triton_chunk4.py", True), ("triton_chunk2.py", False)])
+@pytest.mark.parametrize("name, racy", [("candidates/triton_chunk5.py", False), ("solutions/triton_chunk6.py", False),
+                                        ("candidates/triton_chunk4.py", True), ("candidates/triton_chunk2.py", False)])
 def test_gdn_prefill_candidates(name, racy, tmp_path):
     """chunk5 / chunk6 run their Gram loops unpipelined since session 26; chunk4 (racy on the H100 in session 25)
     keeps the loop that raced; chunk2 (deterministic there) never had one."""
     axes = "total_seq_len=8192,num_seqs=1,len_cu_seqlens=2,num_q_heads=4,num_k_heads=4,num_v_heads=8,head_size=128"
     r = subprocess.run([sys.executable, "scripts/triton_regs.py", "tasks/gdn_prefill",
-                        f"tasks/gdn_prefill/candidates/{name}", "--axes", axes, "--dump", str(tmp_path)], cwd=ROOT, capture_output=True, text=True)
+                        f"tasks/gdn_prefill/{name}", "--axes", axes, "--dump", str(tmp_path)], cwd=ROOT, capture_output=True, text=True)
     assert r.returncode == 0, r.stderr[-3000:]
     irs = sorted(tmp_path.glob("*.ttgir"))
     assert irs, r.stdout
