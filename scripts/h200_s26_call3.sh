@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Session 26, call 3 (<= 240 s; meant for an H200: the record results/h200/gdn_prefill.json asks for one).
+# carry: [".whl", ".whl-peers/c1"]      command: DEADLINE=230 bash scripts/h200_s26_call3.sh
+# `kernelcraft eval` of the promoted solutions/triton_chunk6.py with FLA and the confirmation (call 2's eval, alone).
+set -u
+export PYTHONUNBUFFERED=1
+OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
+start=$(date +%s)
+left() { echo $(( ${DEADLINE:-230} - ($(date +%s) - start) )); }
+source scripts/device_wheels.sh
+PEER_WHEELS=.whl-peers/c1 source scripts/peer_wheels.sh small > "$OUT/peer_wheels.log" 2>&1 || echo "peer wheels: install failed"
+export KERNELCRAFT_CACHE=/tmp/kc_cache
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv | tee "$OUT/gpu.txt"
+l=$(left); echo "=== tasks/gdn_prefill solutions/triton_chunk6.py ($l s left)"; t0=$(date +%s)
+timeout $(( l - 5 )) python3 -m kernelcraft eval tasks/gdn_prefill tasks/gdn_prefill/solutions/triton_chunk6.py --device cuda \
+  --peers --budget-ms 50 --confirm --json "$OUT/gdn_prefill.json" > "$OUT/gdn_prefill.log" 2>&1
+echo "rc $? $(( $(date +%s) - t0 )) s"
+grep -v "Warning\|warn(\|leaked\|nanobind" "$OUT/gdn_prefill.log" | grep -v "^  [a-z_.:0-9]*: [a-z]" | tail -30 | cut -c1-200
+echo "=== done in $(( $(date +%s) - start )) s"
