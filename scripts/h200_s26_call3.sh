@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Session 26, call 3 (<= 240 s; meant for an H200: the record results/h200/gdn_prefill.json asks for one).
 # carry: [".whl", ".whl-peers/c1"]      command: DEADLINE=230 bash scripts/h200_s26_call3.sh
-# `kernelcraft eval` of the promoted solutions/triton_chunk6.py with FLA and the confirmation (call 2's eval, alone).
+# 1. the new GPU test of the judge's race line (tests/test_gpu_measure.py, via scripts/gpu_tests.sh), any GPU;
+# 2. on an H200 only: `kernelcraft eval` of the promoted solutions/triton_chunk6.py with FLA and the confirmation.
 set -u
 export PYTHONUNBUFFERED=1
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
@@ -11,9 +12,13 @@ source scripts/device_wheels.sh
 PEER_WHEELS=.whl-peers/c1 source scripts/peer_wheels.sh small > "$OUT/peer_wheels.log" 2>&1 || echo "peer wheels: install failed"
 export KERNELCRAFT_CACHE=/tmp/kc_cache
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv | tee "$OUT/gpu.txt"
+TESTS_S=70 bash scripts/gpu_tests.sh tests/test_gpu_measure.py::test_a_numerical_failure_says_whether_the_calls_differed
+gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
+[[ "$gpu" == *H200* ]] || { echo "not an H200 ($gpu): no gdn eval"; bash scripts/pack_out.sh; exit 0; }
 l=$(left); echo "=== tasks/gdn_prefill solutions/triton_chunk6.py ($l s left)"; t0=$(date +%s)
 timeout $(( l - 5 )) python3 -m kernelcraft eval tasks/gdn_prefill tasks/gdn_prefill/solutions/triton_chunk6.py --device cuda \
   --peers --budget-ms 50 --confirm --json "$OUT/gdn_prefill.json" > "$OUT/gdn_prefill.log" 2>&1
 echo "rc $? $(( $(date +%s) - t0 )) s"
 grep -v "Warning\|warn(\|leaked\|nanobind" "$OUT/gdn_prefill.log" | grep -v "^  [a-z_.:0-9]*: [a-z]" | tail -30 | cut -c1-200
 echo "=== done in $(( $(date +%s) - start )) s"
+bash scripts/pack_out.sh

@@ -112,3 +112,25 @@ def test_catalog_rmsnorm_has_no_false_rejection_with_timing(tmp_path):
     for s in rows:
         assert s["status"] == "PASSED", (s["name"], s["reason"])
     assert TASKS.exists()
+
+
+def test_a_numerical_failure_says_whether_the_calls_differed(tmp_path):
+    """On the GPU too: a wrong candidate whose every call differs gets INCORRECT_NUMERICAL with the judge's
+    [nondeterminism] line; a wrong one that is the same on every call gets none (session 26)."""
+    import tomllib
+
+    task = small_task("rmsnorm", tmp_path, [{"batch_size": 3}, {"batch_size": 777}])
+    wrong = task / "solutions" / "wrong"
+    manifest = tomllib.loads((wrong / "expected.toml").read_text())
+    out = tmp_path / "race.json"
+    proc = kc("eval", task, wrong / "racy_and_wrong.py", wrong / "slightly_off.py", "--device", "cuda",
+              "--no-timing", "--no-peers", "--json", out)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    got = {s["name"]: s for s in json.loads(out.read_text())["solutions"] if s["role"] == "candidate"}
+    for name in ("racy_and_wrong", "slightly_off"):
+        exp, s = manifest[name], got[name]
+        assert s["status"] == exp["status"], (name, s["reason"])
+        for frag in exp.get("reason_contains", []):
+            assert frag in s["reason"], (name, s["reason"])
+        for frag in exp.get("reason_lacks", []):
+            assert frag not in s["reason"], (name, s["reason"])
