@@ -22,8 +22,11 @@ nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv 
 quiet() { grep -v "Warning\|warn(\|leaked\|nanobind"; }
 C6=tasks/gdn_prefill/solutions/triton_chunk6.py  # candidates/ until its promotion after this call
 rm -rf /tmp/c6v
-python3 scripts/config_variants.py $C6 /tmp/c6v '{"SEG_MAX_N": 1}' '{"SEG_MAX_N": 2}' '{"SEG_MAX_N": 4}' '{"SEG": 0}' \
-  '{"SEG_TARGET": 4}' '{"SEG_TOTAL": 16}' | tee "$OUT/variants.txt"
+# C6_VARIANTS_FILE: one JSON object per line to try instead of session 26's path variants (e.g.
+# scripts/gdn_chunk6_prep_variants.txt: the preparation kernels' knobs)
+if [ -n "${C6_VARIANTS_FILE:-}" ]; then mapfile -t V < "$C6_VARIANTS_FILE"
+else V=('{"SEG_MAX_N": 1}' '{"SEG_MAX_N": 2}' '{"SEG_MAX_N": 4}' '{"SEG": 0}' '{"SEG_TARGET": 4}' '{"SEG_TOTAL": 16}'); fi
+python3 scripts/config_variants.py $C6 /tmp/c6v "${V[@]}" | tee "$OUT/variants.txt"
 cp -r /tmp/c6v "$OUT/c6v"
 S=""; for f in /tmp/c6v/*.py; do S="$S --solution $f"; done
 echo "=== split ($(left) s left)"; t0=$(date +%s)
