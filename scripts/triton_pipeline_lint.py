@@ -26,61 +26,12 @@ scripts/stage_determinism.py.
 
 from __future__ import annotations
 
-import re
 import sys
 from pathlib import Path
 
-ALLOC = re.compile(r"(%[\w.]+) = ttg\.local_alloc : \(\) -> !ttg\.memdesc<(\d+)x")
-INDEX = re.compile(r"(%[\w.]+) = ttg\.memdesc_index (%[\w.]+)\[")
-COPY = re.compile(r"ttg\.async_copy_global_to_local %[\w.]+, (%[\w.]+)")
-DOT = re.compile(r"(%[\w.]+) = ttng\.warp_group_dot (%[\w.]+), (%[\w.]+),.*isAsync = true")
-TRANS = re.compile(r"(%[\w.]+) = ttg\.memdesc_trans (%[\w.]+)")
-WAIT = re.compile(r"ttng\.warp_group_dot_wait (%[\w.]+).*pendings = (\d+)")
-FOR = re.compile(r"scf\.for ")
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
-
-def _loops(lines: list[str]) -> list[tuple[int, int]]:
-    """(first, last) line of every scf.for body, by brace depth."""
-    out = []
-    for i, line in enumerate(lines):
-        if not FOR.search(line):
-            continue
-        depth = 0
-        for j in range(i, len(lines)):
-            depth += lines[j].count("{") - lines[j].count("}")
-            if depth <= 0 and j > i:
-                out.append((i, j))
-                break
-    return out
-
-
-def lint(text: str) -> list[dict]:
-    lines = text.splitlines()
-    allocs = {m.group(1): int(m.group(2)) for line in lines if (m := ALLOC.search(line))}
-    index_of = {m.group(1): m.group(2) for line in lines if (m := INDEX.search(line))}  # buffer view -> alloc
-    trans_of = {m.group(1): m.group(2) for line in lines if (m := TRANS.search(line))}
-    root = lambda v: index_of.get(trans_of.get(v, v), index_of.get(v))  # noqa: E731 - a dot operand -> its alloc
-    found = []
-    for first, last in _loops(lines):
-        body = lines[first:last + 1]
-        filled = {index_of.get(m.group(1)) for line in body if (m := COPY.search(line))} - {None}
-        for k, line in enumerate(body):
-            m = DOT.search(line)
-            if not m:
-                continue
-            wait = next((WAIT.search(x) for x in body[k + 1:] if WAIT.search(x)), None)
-            pend = int(wait.group(2)) if wait else 0
-            for operand in (m.group(2), m.group(3)):
-                alloc = root(operand)
-                if alloc not in filled or alloc not in allocs or any(
-                        f["line"] == first + 1 and f["alloc"] == alloc for f in found):
-                    continue
-                b = allocs[alloc]
-                d = sum(1 for x in lines[:first] if (c := COPY.search(x)) and index_of.get(c.group(1)) == alloc)
-                race = any((d + j) % b == 0 for j in range(pend))
-                found.append({"line": first + 1, "alloc": alloc, "buffers": b, "distance": d, "pendings": pend,
-                              "race": race})
-    return found
+from kernelcraft.measure.triton_static import lint_ttgir as lint  # noqa: E402  (the rule: that module's docstring)
 
 
 def main() -> int:

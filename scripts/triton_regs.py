@@ -31,158 +31,25 @@ registers allocated per warp in units of 256).
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
-import re
-import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
-class _Recorder:
-    """Stands in for a @triton.jit function: kernel[grid](*args, **kwargs) records the launch."""
-
-    def __init__(self, fn, log: list):
-        self.fn, self.log = fn, log
-
-    def __getitem__(self, grid):
-        def launch(*args, **kwargs):
-            self.log.append((self.fn, grid, args, kwargs))
-        return launch
-
-
-def _load(path: Path):
-    spec = importlib.util.spec_from_file_location(f"kc_regs_{path.stem}", path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
-def _inputs(definition: dict, axes: dict, device: str = "meta", key: str = "inputs") -> list:
-    """The tensors (and scalars) of the definition's `key` ("inputs" or "outputs"): meta tensors, or
-    zero-filled ones on `device` ("cpu" for --real-inputs)."""
-    import torch
-
-    out = []
-    for _name, spec in definition[key].items():
-        dt = getattr(torch, spec["dtype"])  # definition dtype names are torch's
-        shape = spec.get("shape")
-        if shape is None:  # a scalar input
-            out.append(1.0 if dt.is_floating_point else 1)
-            continue
-        dims = [axes[d] if isinstance(d, str) else int(d) for d in shape]
-        out.append(torch.zeros(*dims, dtype=dt, device=device))
-    return out
-
-
-def _is_dps(solution: Path, definition: dict) -> bool:
-    """Whether `run` takes the outputs after the inputs: as the project loads the solution
-    (kernelcraft.solution.model.load_solution), the folder's solution.json when its entry point is this
-    file (spec.destination_passing_style, default true), else a bare .py, value-returning."""
-    from kernelcraft.solution.model import load_solution
-
-    folder = solution.parent
-    record = folder / "solution.json"
-    if record.is_file():
-        spec = json.loads(record.read_text()).get("spec", {})
-        if spec.get("entry_point", "").split("::")[0] == solution.name:
-            return load_solution(folder, definition["name"]).spec.destination_passing_style
-    return False
-
-
-def _launches(mod, inputs: list, sms: int, zero_empty: bool = False) -> list:
-    """The launches `run` makes, as (kernel, grid, args, kwargs). zero_empty (--real-inputs): torch.empty and
-    torch.empty_like give zero-filled tensors meanwhile, so host code that reads buffers the recorded kernels
-    never fill (torch.nonzero of a flag array) sees zeros, not leftover memory: one deterministic pass, where
-    leftover bytes made the rounds loop of balanced_kmeans_step's launchers run on (or forever)."""
-    import torch
-    import triton
-
-    log: list = []
-    saved_empty = torch.empty, torch.empty_like
-    if zero_empty:
-        torch.empty, torch.empty_like = torch.zeros, torch.zeros_like
-    kernels = {n: o for n, o in vars(mod).items() if isinstance(o, triton.runtime.jit.JITFunction)}
-    for name, obj in kernels.items():
-        setattr(mod, name, _Recorder(obj, log))
-    saved_sms = getattr(mod, "_num_sms", None)
-    if saved_sms is not None:
-        mod._num_sms = lambda device: sms
-    try:
-        mod.run(*inputs)
-    finally:
-        for name, obj in kernels.items():  # the kernels' cache keys read the module's globals
-            setattr(mod, name, obj)
-        if saved_sms is not None:
-            mod._num_sms = saved_sms
-        torch.empty, torch.empty_like = saved_empty
-    return log
-
-
-def _compile(fn, args, kwargs):
-    import torch
-    import triton
-    from triton._C.libtriton import native_specialize_impl
-    from triton.backends.compiler import BaseBackend, GPUTarget
-    from triton.compiler import ASTSource
-
-    names = [p.name for p in fn.params]
-    const_names = {p.name for p in fn.params if p.is_constexpr}
-    bound = dict(zip(names, args, strict=False))  # the rest by keyword
-    bound.update({k: v for k, v in kwargs.items() if k in names})
-    options = {k: v for k, v in kwargs.items() if k not in names}
-    signature, constexprs, attrs = {}, {}, {}
-    for i, name in enumerate(names):
-        val = bound[name]
-        if name in const_names:
-            signature[name], constexprs[name] = "constexpr", val
-            continue
-        if isinstance(val, torch.Tensor):  # a meta (--real-inputs: CPU) tensor: a pointer, 16-byte aligned
-            # as allocations are; fp8 as Triton (3.6 and 3.9) names them
-            ty = "*" + {torch.bfloat16: "bf16", torch.float16: "fp16", torch.float32: "fp32",
-                        torch.float64: "fp64", torch.int32: "i32", torch.int64: "i64", torch.int8: "i8",
-                        torch.uint8: "u8", torch.bool: "i1", torch.float8_e4m3fn: "fp8e4nv",
-                        torch.float8_e5m2: "fp8e5"}[val.dtype]
-            signature[name] = ty
-            attrs[(i,)] = [["tt.divisibility", 16]]
-            continue
-        ty, spec = native_specialize_impl(BaseBackend, val, False, True, True)
-        signature[name] = ty
-        if ty == "constexpr":  # an int equal to 1, as the JIT specialises it
-            constexprs[name] = val
-        elif spec == "D":
-            attrs[(i,)] = [["tt.divisibility", 16]]
-    src = ASTSource(fn=fn, signature=signature, constexprs=constexprs, attrs=attrs)
-    return triton.compile(src, target=GPUTarget("cuda", 90, 32), options=options), options
-
-
-def _ptxas_path() -> str:
-    from triton.backends.nvidia.compiler import get_ptxas
-
-    return get_ptxas(90).path
-
-
-def _ptxas(ptx: str) -> dict:
-    with tempfile.TemporaryDirectory() as d:
-        p = Path(d) / "k.ptx"
-        p.write_text(ptx)
-        proc = subprocess.run([_ptxas_path(), "-lineinfo", "-v", "--regAllocOptLevel=2", "--gpu-name=sm_90a",
-                               str(p), "-o", str(Path(d) / "k.cubin")], capture_output=True, text=True)
-    if proc.returncode:
-        raise RuntimeError(proc.stderr[-2000:])
-    text = proc.stdout + proc.stderr
-    num = lambda pat: int(m.group(1)) if (m := re.search(pat, text)) else -1  # noqa: E731
-    return {"regs": num(r"Used (\d+) registers"), "spill_st": num(r"(\d+) bytes spill stores"),
-            "spill_ld": num(r"(\d+) bytes spill loads"), "stack": num(r"(\d+) bytes stack frame")}
-
-
-def _ctas_per_sm(regs: int, warps: int, smem: int) -> int:
-    per_warp = -(-regs * 32 // 256) * 256
-    by_regs = 65536 // max(1, per_warp * warps)
-    by_threads = 2048 // (32 * warps)
-    by_smem = (227 * 1024) // smem if smem else 32
-    return min(by_regs, by_threads, by_smem, 32)
+# the recorder, the JIT-faithful compile and ptxas's report live in the package (kernelcraft profile uses them);
+# re-exported under their old names for scripts/kda_prefill_regs.py and scripts/kda_prefill_cpu_check.py
+from kernelcraft.measure.triton_static import (  # noqa: E402, F401
+    _compile,
+    _ctas_per_sm,
+    _inputs,
+    _is_dps,
+    _launches,
+    _load,
+    _ptxas,
+    _ptxas_path,
+    _Recorder,
+)
 
 
 def main() -> None:
