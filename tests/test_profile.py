@@ -176,11 +176,44 @@ def test_cli_unknown_workload_lists_the_available_ones(tmp_path):
     assert "e211ec53 (batch_size=1)" in proc.stderr and "19a11d82 (batch_size=16384)" in proc.stderr
 
 
-def test_cli_triton_solution_without_a_gpu_says_what_is_missing(tmp_path):
+def test_cli_triton_solution_without_a_gpu_gets_the_static_report(tmp_path):
+    """No GPU: the Triton kernels are compiled for sm_90 without a run (registers, spills, the pipeline lint)."""
+    out = tmp_path / "prof"
     proc = kc("profile", RMSNORM, RMSNORM / "solutions" / "triton_rowwise.py", "--device", "cpu",
-              "--out", tmp_path, timeout=120)
+              "--out", out, timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "ncu needs a CUDA device" in proc.stdout and "Triton compiled without a run" in proc.stdout
+    summary = json.loads((out / "summary.json").read_text())
+    [launch] = summary["triton_static"]["launches"]
+    assert launch["registers"] > 0 and launch["spill_store_bytes"] == 0 and launch["grid"][0] == 16384
+    assert summary["diagnosis"] == "compiler report only (no run-time profile): no spills, no pipeline race"
+
+
+def test_cli_triton_solution_whose_launcher_fails_says_what_is_missing(tmp_path):
+    proc = kc("profile", RMSNORM, RMSNORM / "solutions" / "wrong" / "raises.py", "--device", "cpu",
+              "--out", tmp_path, timeout=300)
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert "cannot profile the triton solution" in proc.stderr and "needs a CUDA device and Nsight Compute" in proc.stderr
+    assert "the static compile failed" in proc.stderr and "ValueError" in proc.stderr
+
+
+def test_cli_names_the_pipeline_race_of_gdn_prefill_chunk4(tmp_path):
+    """The race that cost gdn_prefill two sessions, named by `kernelcraft profile` on a machine with no GPU; the
+    promoted chunk6 (its loops unpipelined) has none."""
+    gdn = ROOT / "tasks" / "gdn_prefill"
+    proc = kc("profile", gdn, gdn / "candidates" / "triton_chunk4.py", "--device", "cpu", "--workload", "32bd0dca",
+              "--out", tmp_path / "c4", "--json", timeout=600)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    summary = json.loads(proc.stdout)
+    assert summary["diagnosis"].startswith("pipeline race:") and "_kkt (TTGIR line" in summary["diagnosis"]
+    races = [f for r in summary["triton_static"]["launches"] for f in r["pipeline"] if f["race"]]
+    assert races and all((f["buffers"], f["distance"], f["pendings"]) == (2, 2, 1) for f in races)
+    proc = kc("profile", gdn, gdn / "solutions" / "triton_chunk6.py", "--device", "cpu", "--workload", "32bd0dca",
+              "--out", tmp_path / "c6", "--json", timeout=600)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    summary = json.loads(proc.stdout)
+    assert not any(f["race"] for r in summary["triton_static"]["launches"] for f in r["pipeline"])
+    assert not summary["diagnosis"].startswith("pipeline race")
 
 
 @needs_nvcc

@@ -377,7 +377,8 @@ def profile_cmd(
     full: Annotated[bool, typer.Option("--full", help="collect ncu's full set (every section; slower)")] = False,
     timeout: Annotated[float, typer.Option(help="seconds allowed for the profiled run")] = 600.0,
 ) -> None:
-    """Nsight Compute profile of one solution (and nvcc's resource report for CUDA): what limits it."""
+    """Nsight Compute profile of one solution, and the compiler's report (nvcc's for CUDA; for Triton its kernels
+    compiled for sm_90 without a run, with the pipeline-race lint): what limits it, on a machine without a GPU too."""
     from kernelcraft.measure.profile import ProfileError, profile, render
 
     try:

@@ -8,8 +8,12 @@ Two sources, each where it can run:
   (``raw.csv``) stay in the output folder; the summary gives per kernel: launches, duration, DRAM
   and SM throughput as % of peak, achieved and theoretical occupancy and its limiter, registers,
   shared memory, local-memory (spill) traffic, the top warp-stall reasons, and a diagnosis.
-- **ptxas** (nvcc, no GPU needed), CUDA solutions only: registers, spills, shared and constant
+- **ptxas** (nvcc, no GPU needed), CUDA solutions: registers, spills, shared and constant
   memory and stack per kernel, straight from the compiler (:mod:`kernelcraft.measure._ptxas`).
+- **Triton's compiler** (no GPU needed), Triton solutions: every kernel the launcher makes at the
+  workload compiled for sm_90 without a run, Triton's ptxas report, and the pipeline lint on its TTGIR
+  (:mod:`kernelcraft.measure.triton_static`, in a process of its own): a short pipelined ``tl.dot``
+  loop that refills a buffer an async wgmma may still read is named first in the diagnosis.
 
 ncu locks clocks to base and flushes caches between its replay passes, so its durations are for
 comparing kernels, not the gauntlet's latencies.
@@ -67,13 +71,35 @@ class Profile:
     ncu: dict = field(default_factory=dict)  # ran, message, commands, report
     target: dict = field(default_factory=dict)  # device name, output check, Triton kernels
     notes: list[str] = field(default_factory=list)
+    triton_static: dict | None = None  # a Triton solution compiled without running it (measure/triton_static.py)
+
+    @property
+    def races(self) -> list[str]:
+        """The Triton kernels whose compiled loops the pipeline lint reads as racy, one line each."""
+        out = []
+        for r in (self.triton_static or {}).get("launches", []):
+            for f in r["pipeline"]:
+                line = (f"{r['kernel']} (TTGIR line {f['line']}: {f['buffers']} shared buffers, prefetch distance "
+                        f"{f['distance']}, async wgmma waited with pendings {f['pendings']})")
+                if f["race"] and line not in out:
+                    out.append(line)
+        return out
 
     @property
     def diagnosis(self) -> str:
+        if self.races:
+            return ("pipeline race: a multi-buffered load is refilled while an async wgmma may still read it, in "
+                    + "; ".join(self.races) + ". Results can change from call to call: run that loop with "
+                    "tl.range(..., num_stages=1) (knowledge page triton-short-pipelined-dot-loop-race)")
         if self.kernels:
             k = self.kernels[0]
             share = f" ({k.time_share:.0%} of kernel time)" if k.time_share is not None and len(self.kernels) > 1 else ""
             return f"{k.short_name}{share}: {k.diagnosis}"
+        static = (self.triton_static or {}).get("launches")
+        if static:
+            spills = sorted({r["kernel"] for r in static if r["spill_store_bytes"] + r["spill_load_bytes"] > 0})
+            return (f"registers spill in {', '.join(spills)}: expect local-memory traffic" if spills
+                    else "compiler report only (no run-time profile): no spills, no pipeline race")
         if self.ptxas:
             spills = [k for k in self.ptxas.kernels if (k.spill_store_bytes or 0) + (k.spill_load_bytes or 0) > 0]
             if spills:
@@ -88,7 +114,8 @@ class Profile:
                 "kernels": [k.to_dict() for k in self.kernels],
                 "ptxas": self.ptxas.to_dict() if self.ptxas else None,
                 "output_check": self.target.get("check"), "triton_kernels": self.target.get("triton_kernels", []),
-                "device_name": self.target.get("device_name"), "notes": self.notes, "diagnosis": self.diagnosis}
+                "device_name": self.target.get("device_name"), "triton_static": self.triton_static,
+                "notes": self.notes, "diagnosis": self.diagnosis}
 
 
 # -- inputs -----------------------------------------------------------------------------------------
@@ -122,6 +149,23 @@ def default_out(task: Task, solution: Solution) -> Path:
 
 
 # -- the two sources --------------------------------------------------------------------------------
+
+def _triton_static(task: Task, solution: Solution, path: Path, w: Workload, timeout: float) -> dict | None:
+    """The Triton kernels the solution launches at this workload, compiled for sm_90 without running them
+    (registers, spills, shared memory, the pipeline lint), in a process of its own: the solution's module is
+    imported there. None, with a note, when that fails (the run-time profile may still work)."""
+    entry = path if path.is_file() else path / solution.spec.entry_file
+    axes = ",".join(f"{k}={v}" for k, v in task.definition.axis_values(dict(w.axes)).items())
+    cmd = [sys.executable, "-m", "kernelcraft.measure.triton_static", str(task.root), str(entry), "--axes", axes, "--json"]
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=min(timeout, 300))
+        if proc.returncode == 0:
+            return json.loads(proc.stdout.strip().splitlines()[-1])
+        why = (proc.stderr.strip().splitlines() or ["no message"])[-1]
+    except (subprocess.TimeoutExpired, json.JSONDecodeError, IndexError) as e:
+        why = type(e).__name__
+    return {"launches": [], "error": f"the static compile failed: {why[:500]}"}
+
 
 def _ptxas(solution: Solution, device: str, gpu_ok: bool, out: Path) -> PtxasReport | None:
     from kernelcraft.solution.build import CUDA_SUFFIXES, _arch_for, write_sources
@@ -234,12 +278,16 @@ def profile(task_dir: str | Path, solution_path: str | Path, workload: str | Non
         prof.ptxas = _ptxas(solution, device, gpu_problem is None, out_dir)
         if prof.ptxas is None:
             prof.notes.append("no compiler report: nvcc is not on PATH (or the solution has no .cu source)")
+    if lang == "triton":
+        prof.triton_static = _triton_static(task, solution, Path(solution_path), w, timeout)
     missing = gpu_problem or (None if ncu else f"Nsight Compute's `ncu` is not on PATH (fix: {NCU_FIX})")
     if missing:
-        if prof.ptxas is None:
+        if prof.ptxas is None and not (prof.triton_static or {}).get("launches"):
+            static = (prof.triton_static or {}).get("error")
             raise ProfileError(f"cannot profile the {lang} solution {solution.name!r}: {missing}. The run-time "
-                               "profile needs a CUDA device and Nsight Compute (`ncu`); only CUDA solutions get "
-                               "a report without them (the compiler's, from nvcc)", 2)
+                               "profile needs a CUDA device and Nsight Compute (`ncu`); without them only CUDA "
+                               "solutions (nvcc's report) and Triton solutions (compiled for sm_90 without a run) "
+                               "get a report" + (f"; for this one {static}" if static else ""), 2)
         prof.ncu = {"ran": False, "message": f"ncu needs a CUDA device and Nsight Compute: {missing}; "
                                              "this is the compiler's report only"}
     else:
@@ -304,6 +352,18 @@ def render(prof: Profile) -> str:
         lines += ["", "Triton compiled kernels:"]
         lines += [f"  {t['name']}: {_num(t.get('n_regs'))} registers, {_num(t.get('n_spills'))} spilled, "
                   f"{_bytes(t.get('shared_bytes'))} shared, {_num(t.get('num_warps'))} warps" for t in tk]
+    ts = prof.triton_static or {}
+    if ts.get("launches"):
+        lines += ["", f"Triton compiled without a run (Triton {ts.get('triton')}, {ts.get('target')}; registers from "
+                      "Triton's ptxas, pipeline lint on the TTGIR):"]
+        for r in ts["launches"]:
+            races = sum(f["race"] for f in r["pipeline"])
+            lines.append(f"  {r['kernel']}: grid {tuple(r['grid'])}, {r['warps']} warps, {r['registers']} registers, "
+                         f"spills {_bytes(r['spill_store_bytes'])} / {_bytes(r['spill_load_bytes'])}, "
+                         f"{_bytes(r['shared_bytes'])} shared, {r['ctas_per_sm']} blocks/SM, pipelined wgmma loops "
+                         f"{len(r['pipeline'])}" + (f", RACE {races}" if races else ""))
+    elif ts.get("error"):
+        lines.append(ts["error"])
     if prof.ptxas:
         lines += ["", f"compiler report (nvcc -Xptxas -v, sm_{prof.ptxas.arch}):"]
         for p in prof.ptxas.kernels:
