@@ -157,13 +157,17 @@ def _triton_static(task: Task, solution: Solution, path: Path, w: Workload, time
     entry = path if path.is_file() else path / solution.spec.entry_file
     axes = ",".join(f"{k}={v}" for k, v in task.definition.axis_values(dict(w.axes)).items())
     cmd = [sys.executable, "-m", "kernelcraft.measure.triton_static", str(task.root), str(entry), "--axes", axes, "--json"]
-    try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=min(timeout, 300))
-        if proc.returncode == 0:
-            return json.loads(proc.stdout.strip().splitlines()[-1])
-        why = (proc.stderr.strip().splitlines() or ["no message"])[-1]
-    except (subprocess.TimeoutExpired, json.JSONDecodeError, IndexError) as e:
-        why = type(e).__name__
+    why = ""
+    for extra in ([], ["--real-inputs"]):  # meta tensors first; zero-filled CPU ones for host code needing data
+        try:
+            proc = subprocess.run(cmd + extra, capture_output=True, text=True, timeout=min(timeout, 300))
+            if proc.returncode == 0:
+                return json.loads(proc.stdout.strip().splitlines()[-1])
+            why = (proc.stderr.strip().splitlines() or ["no message"])[-1]
+        except (subprocess.TimeoutExpired, json.JSONDecodeError, IndexError) as e:
+            why = type(e).__name__
+        if not why.startswith("NotImplementedError"):
+            break
     return {"launches": [], "error": f"the static compile failed: {why[:500]}"}
 
 
@@ -355,7 +359,8 @@ def render(prof: Profile) -> str:
     ts = prof.triton_static or {}
     if ts.get("launches"):
         lines += ["", f"Triton compiled without a run (Triton {ts.get('triton')}, {ts.get('target')}; registers from "
-                      "Triton's ptxas, pipeline lint on the TTGIR):"]
+                      "Triton's ptxas, pipeline lint on the TTGIR; the launcher saw meta or CPU tensors, so a branch "
+                      "on x.is_cuda took its CPU side):"]
         for r in ts["launches"]:
             races = sum(f["race"] for f in r["pipeline"])
             lines.append(f"  {r['kernel']}: grid {tuple(r['grid'])}, {r['warps']} warps, {r['registers']} registers, "
