@@ -92,6 +92,10 @@ decides whether it is.
    solutions are compiled with nvcc and then skipped for running). Useful options:
    `--no-timing` (correctness only, faster), `--workload UUID_PREFIX` (one workload),
    `--seed N` (replay the inputs of an earlier run, from its record), `--timeout S`.
+   A Triton kernel with `tl.dot` inside a loop: also run `kernelcraft profile TASK_DIR SOLUTION
+   --device cpu` (no GPU needed): it compiles your kernels for sm_90, reports registers and
+   spills, and names a pipelined loop that refills a shared buffer while an async wgmma may still
+   read it (a race the CPU interpreter cannot show: results change from call to call on the GPU).
 6. **Read the verdict and the feedback**: the printed verdict table, then `result.json`:
    `solutions[0].status`, `gate`, `reason` (it names the failing workload, the worst element and
    by how much, or the compiler's message), `speedup_vs_baseline`, and per workload
