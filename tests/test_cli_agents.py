@@ -214,7 +214,17 @@ def test_skill_install_writes_skill_md_and_references(tmp_path, target):
     front = text.split("---\n")
     assert front[0] == "" and "name: kernelcraft\n" in front[1] and "description: " in front[1]
     assert "kernelcraft eval TASK_DIR SOLUTION --device cuda|cpu --json" in text
-    assert "kernelcraft task check" in text and "profile" not in text
+    assert "kernelcraft task check" in text and "kernelcraft profile TASK_DIR SOLUTION" in text
+    # every command the skill names exists (it once named a `profile` the CLI did not have)
+    import re
+
+    import typer
+
+    from kernelcraft.cli import app
+
+    commands = set(typer.main.get_command(app).commands)
+    named = set(re.findall(r"`kernelcraft ([a-z][a-z-]*)", text)) | set(re.findall(r"^\s*kernelcraft ([a-z][a-z-]*)", text, re.M))
+    assert named and named <= commands, named - commands
     assert "Do not write your own timing or checking code" in text
     verdicts = (dest / "references" / "verdicts.md").read_text()
     for status in ("PASSED", "COMPILE_ERROR", "RUNTIME_ERROR", "TIMEOUT", "INCORRECT_SHAPE",
