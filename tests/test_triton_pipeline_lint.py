@@ -4,12 +4,13 @@ no GPU, by the installed Triton's CUDA backend (the race's form is the same in T
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 
 import pytest
 
-from conftest import ROOT
+from conftest import ROOT, kc
 
 sys.path.insert(0, str(ROOT / "scripts"))
 
@@ -45,3 +46,26 @@ def test_gdn_prefill_candidates(name, racy, tmp_path):
     assert irs, r.stdout
     found = [f["race"] for p in irs for f in lint(p.read_text())]
     assert any(found) == racy, found
+
+
+def test_eval_lint_names_the_race_and_keeps_the_verdict(tmp_path):
+    """`eval --lint` (the default on a GPU): gdn_prefill chunk4, which passes every gate on CPU, gets its `_kkt` race
+    in the record and on the console, and stays PASSED; chunk6 gets none; without --lint on CPU, no lint runs."""
+    gdn = ROOT / "tasks" / "gdn_prefill"
+    out = tmp_path / "lint.json"
+    proc = kc("eval", gdn, gdn / "candidates" / "triton_chunk4.py", gdn / "solutions" / "triton_chunk6.py", "--device",
+              "cpu", "--no-timing", "--lint", "--workload", "7f152d68", "--json", out)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    got = {s["name"]: s for s in json.loads(out.read_text())["solutions"]}
+    c4, c6 = got["triton_chunk4"], got["triton_chunk6"]
+    assert c4["status"] == "PASSED" and c6["status"] == "PASSED"
+    assert c4["static_lint"]["races"] and all(r.startswith("_kkt (TTGIR line") for r in c4["static_lint"]["races"])
+    assert c4["static_lint"]["workload"].startswith("d790aa8b")  # the workload moving the most bytes
+    assert c6["static_lint"]["races"] == [] and "_kkt" in c6["static_lint"]["kernels"]
+    assert "triton_chunk4: pipeline race" in proc.stdout and "triton_chunk6: pipeline race" not in proc.stdout
+    out2 = tmp_path / "nolint.json"
+    proc = kc("eval", gdn, gdn / "solutions" / "triton_chunk6.py", "--device", "cpu", "--no-timing", "--workload",
+              "7f152d68", "--json", out2)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    [c6] = [s for s in json.loads(out2.read_text())["solutions"] if s["name"] == "triton_chunk6"]
+    assert c6["static_lint"] is None

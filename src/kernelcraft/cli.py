@@ -158,6 +158,7 @@ def eval_cmd(
     traces: Annotated[Path | None, typer.Option(help="also append FlashInfer-Trace Trace records under this folder")] = None,
     no_calibrate: Annotated[bool, typer.Option("--no-calibrate", help="skip the speed-of-light fractions and the impossible-speed gate")] = False,
     sanitize: Annotated[bool, typer.Option("--sanitize", help="CUDA: run compute-sanitizer (memcheck, racecheck, initcheck) on every candidate that passes")] = False,
+    lint: Annotated[bool | None, typer.Option("--lint/--no-lint", help="Triton candidates: compile their kernels for sm_90 without a run and read the TTGIR for the pipelined-loop race (a race: not promotable); default on with a GPU, off on cpu")] = None,
     sanitize_tools: Annotated[str, typer.Option(help="with --sanitize: which compute-sanitizer tools, comma-separated")] = "memcheck,racecheck,initcheck",
     devices: Annotated[str | None, typer.Option(help=DEVICES_HELP)] = None,
     workers: Annotated[int | None, typer.Option(help=WORKERS_HELP)] = None,
@@ -242,7 +243,8 @@ def eval_cmd(
                    time_it=time_it, timing={"budget_ms": budget_ms} if budget_ms else None,
                    workloads=workload, calibrate=not no_calibrate, executor=executor,
                    devices=_devices(devices), workers=workers, overlap=not no_overlap, sanitize=tools,
-                   confirm=confirm, peers_beside=peers_beside, trusted_timing=trusted_timing)
+                   confirm=confirm, peers_beside=peers_beside, trusted_timing=trusted_timing,
+                   lint=(not on_cpu) if lint is None else lint)
 
     names = [entry[1].name for entry in entries]
 

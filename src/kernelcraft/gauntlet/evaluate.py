@@ -63,6 +63,10 @@ class Options:
     # arena, a sync, the hop; measure/stability.py, AGENTS.md sessions 23-24: the candidate's handicap) or "auto"
     # (runner where rows are timed on a GPU without peers_beside, else judge: `resolved_trusted_timing`)
     trusted_timing: str = "auto"
+    # Triton candidates: their kernels compiled for sm_90 in a process of their own (measure/triton_static.py) and
+    # the TTGIR read for the pipelined-loop race of session 26; a race makes the candidate not promotable (the
+    # verdict stays the gates'). `eval` turns it on for GPU runs; `--lint` on CPU.
+    lint: bool = False
 
 
 def resolved_trusted_timing(opts: Options) -> str:
@@ -216,6 +220,14 @@ def evaluate(task: Task, entries: list[tuple[str, Solution, str]], opts: Options
                 res = futures[fut]
                 if on_progress and res.status != "PASSED":
                     on_progress(res.name, res.status)
+                if on_result:
+                    on_result(report)
+    if opts.lint:
+        for res, (role, sol, path, *_) in zip(report.solutions, entries, strict=True):
+            if role == "candidate" and sol.spec.language == "triton" and res.status != "COMPILE_ERROR":
+                if on_progress:
+                    on_progress(f"{sol.name}: static compile and pipeline lint", "start")
+                _lint(res, task, sol, path)
                 if on_result:
                     on_result(report)
     return report
@@ -550,6 +562,40 @@ def _validation(res: SolutionResult, v: dict) -> None:
         for w in res.workloads:
             if w.status == "PASSED" and w.latency_ms is None:
                 w.reason = "checked; not timed: the request's own verifier rejected the candidate"
+
+
+def _lint(res: SolutionResult, task: Task, sol: Solution, path: str) -> None:
+    """The candidate's Triton kernels compiled for sm_90 at the workload moving the most bytes, in a process of its
+    own (the candidate's module is imported there, never here), and their TTGIR read for the pipelined-loop race
+    (knowledge/triton-short-pipelined-dot-loop-race.md). What comes back is data from a process that ran candidate
+    code: only well-formed fields are kept, and it can only take a promotion away, never give one."""
+    from kernelcraft.measure.profile import _triton_static
+
+    w = max(task.workloads, key=lambda w: task.io_bytes(w.axes))
+    raw = _triton_static(task, sol, Path(path), w, 300.0) or {}
+    launches = raw.get("launches") if isinstance(raw.get("launches"), list) else []
+    races, kernels = [], set()
+    for r in launches:
+        if not isinstance(r, dict) or not isinstance(r.get("kernel"), str):
+            continue
+        kernels.add(r["kernel"][:200])
+        for f in r.get("pipeline") or []:
+            if isinstance(f, dict) and f.get("race") is True:
+                nums = [f.get(k) for k in ("line", "buffers", "distance", "pendings")]
+                if all(isinstance(x, int) for x in nums):
+                    line = (f"{r['kernel'][:200]} (TTGIR line {nums[0]}: {nums[1]} shared buffers, prefetch distance "
+                            f"{nums[2]}, async wgmma waited with pendings {nums[3]})")
+                    if line not in races:
+                        races.append(line)
+    res.static_lint = {"workload": w.uuid, "triton": str(raw.get("triton", ""))[:40], "target": "sm_90",
+                       "kernels": sorted(kernels), "races": races}
+    if not launches:
+        res.static_lint["error"] = str(raw.get("error") or "no kernel was compiled")[:500]
+    if races and res.promotable:
+        res.promotable = False
+        res.reason = (res.reason + "; " if res.reason else "") + (
+            "not promotable: pipeline race (a shared buffer refilled while an async wgmma may still read it) in "
+            + "; ".join(races) + ": run that loop with tl.range(..., num_stages=1)")
 
 
 def _unconfirmed(res: SolutionResult, job: Job) -> None:

@@ -91,6 +91,9 @@ class SolutionResult(_Record):
     phases_cpu_s: dict[str, float] = Field(default_factory=dict)
     worker_cpu_s: float | None = None
     sanitize: dict | None = None  # eval --sanitize: compute-sanitizer per tool (errors, excerpt, shapes)
+    # eval --lint (on by default on a GPU): a Triton candidate's kernels compiled for sm_90 without a run, and the
+    # pipelined-loop races read in their TTGIR (workload, triton, target, kernels, races[, error])
+    static_lint: dict | None = None
     sandbox: dict | None = None  # the candidate's runner: protections that held / were degraded on this host
     # GPU: Nsight Compute's kernel time per workload against the reported latency (gauntlet.confirm)
     confirmation: dict | None = None

@@ -69,6 +69,13 @@ def print_report(console: Console, report: EvalReport) -> None:
             tools = ", ".join(f"{t['tool']} {t['errors']} ({t['seconds']:.0f} s)" for t in s.sanitize["tools"])
             console.print(f"{s.name}: compute-sanitizer errors: {tools}; shapes {s.sanitize['workloads']}",
                           markup=False, highlight=False)
+        lint = s.static_lint or {}
+        if lint.get("races") and "pipeline race" not in (s.reason or ""):
+            console.print(f"{s.name}: pipeline race (Triton {lint.get('triton')}, {lint.get('target')}): "
+                          + "; ".join(lint["races"]) + ": results can change from call to call on the GPU; run that "
+                          "loop with tl.range(..., num_stages=1)", markup=False, highlight=False)
+        elif lint.get("error"):
+            console.print(f"{s.name}: static lint: {lint['error']}", markup=False, highlight=False)
 
 
 def _timing_processes(console: Console, report: EvalReport) -> None:
