@@ -572,7 +572,7 @@ def _lint(res: SolutionResult, task: Task, sol: Solution, path: str) -> None:
     from kernelcraft.measure.profile import _triton_static
 
     w = max(task.workloads, key=lambda w: task.io_bytes(w.axes))
-    raw = _triton_static(task, sol, Path(path), w, 300.0) or {}
+    raw = _triton_static(task, sol, Path(path), w, 300.0, lint_only=True) or {}
     launches = raw.get("launches") if isinstance(raw.get("launches"), list) else []
     races, kernels = [], set()
     for r in launches:

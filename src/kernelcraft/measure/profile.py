@@ -150,13 +150,16 @@ def default_out(task: Task, solution: Solution) -> Path:
 
 # -- the two sources --------------------------------------------------------------------------------
 
-def _triton_static(task: Task, solution: Solution, path: Path, w: Workload, timeout: float) -> dict | None:
+def _triton_static(task: Task, solution: Solution, path: Path, w: Workload, timeout: float,
+                   lint_only: bool = False) -> dict | None:
     """The Triton kernels the solution launches at this workload, compiled for sm_90 without running them
     (registers, spills, shared memory, the pipeline lint), in a process of its own: the solution's module is
     imported there. None, with a note, when that fails (the run-time profile may still work)."""
     entry = path if path.is_file() else path / solution.spec.entry_file
     axes = ",".join(f"{k}={v}" for k, v in task.definition.axis_values(dict(w.axes)).items())
     cmd = [sys.executable, "-m", "kernelcraft.measure.triton_static", str(task.root), str(entry), "--axes", axes, "--json"]
+    if lint_only:
+        cmd.append("--lint-only")
     why = ""
     for extra in ([], ["--real-inputs"]):  # meta tensors first; zero-filled CPU ones for host code needing data
         try:

@@ -231,9 +231,11 @@ def lint_ttgir(text: str) -> list[dict]:
 
 
 def analyse(task_dir: Path, solution: Path, axes_list: list[dict[str, int]], sms: int = 132,
-            real_inputs: bool = False, dump: Path | None = None, kernels: list[str] | None = None) -> list[dict]:
+            real_inputs: bool = False, dump: Path | None = None, kernels: list[str] | None = None,
+            resources: bool = True) -> list[dict]:
     """One dict per recorded launch and workload: kernel, grid, warps, registers, spills, stack, shared memory,
-    CTAs per SM and the pipeline lint's findings (each: line, alloc, buffers, distance, pendings, race)."""
+    CTAs per SM and the pipeline lint's findings (each: line, alloc, buffers, distance, pendings, race).
+    resources=False skips the second ptxas run (registers, spills: -1), for the lint alone."""
     definition = json.loads((Path(task_dir) / "definition.json").read_text())
     mod = _load(Path(solution).resolve())
     device = "cpu" if real_inputs else "meta"
@@ -251,7 +253,7 @@ def analyse(task_dir: Path, solution: Path, axes_list: list[dict[str, int]], sms
                 dump.mkdir(parents=True, exist_ok=True)
                 for ext in ("ttgir", "ptx"):
                     (dump / f"{fn.__name__}_{n}.{ext}").write_text(k.asm[ext])
-            r = _ptxas(k.asm["ptx"])
+            r = _ptxas(k.asm["ptx"]) if resources else {"regs": -1, "spill_st": -1, "spill_ld": -1, "stack": -1}
             warps = opts.get("num_warps", 4)
             smem = k.metadata.shared
             g = grid(kw) if callable(grid) else grid
@@ -270,9 +272,10 @@ def main() -> int:
     ap.add_argument("--sms", type=int, default=132)
     ap.add_argument("--real-inputs", action="store_true")
     ap.add_argument("--json", action="store_true", help="print the rows as JSON (else one line each)")
+    ap.add_argument("--lint-only", action="store_true", help="no ptxas resource report (registers, spills: -1)")
     args = ap.parse_args()
     axes_list = [{k: int(v) for k, v in (kv.split("=") for kv in wl.split(","))} for wl in args.axes]
-    rows = analyse(args.task, args.solution, axes_list, args.sms, args.real_inputs)
+    rows = analyse(args.task, args.solution, axes_list, args.sms, args.real_inputs, resources=not args.lint_only)
     if args.json:
         print(json.dumps({"triton": _triton_version(), "target": "sm_90", "launches": rows}))
     else:
