@@ -340,7 +340,8 @@ def optimize_cmd(
     eval_opts = Options(device=dev, workload_timeout_s=timeout, cpu_max_mb=cpu_max_mb,
                         timing={"budget_ms": budget_ms} if budget_ms else None, warm_spare=True,
                         executor=executor, devices=_devices(devices), workers=workers, overlap=not no_overlap,
-                        confirm=dev.startswith("cuda"))  # a GPU candidate promotes only with its timing confirmed
+                        confirm=dev.startswith("cuda"),  # a GPU candidate promotes only with its timing confirmed
+                        lint=dev.startswith("cuda"))  # ... and with no pipeline race in its Triton kernels
     try:
         with OptimizeProgress(console, f"{task.definition.name} with {proposer.name}", budget) as shown:
             result = optimize(task, proposer, ledger, OptimizeOptions(device=dev, budget=budget, target=target,

@@ -128,7 +128,8 @@ def optimize(task: Task, agent: Agent, ledger: Ledger, opts: OptimizeOptions, re
              on_event: Callable[[str, dict], None] | None = None) -> dict:
     emit = on_event or (lambda kind, data: None)
     # a GPU candidate is promotable only with its timing confirmed out of process (gauntlet/confirm.py)
-    eval_opts = opts.eval or Options(device=opts.device, confirm=opts.device.startswith("cuda"))
+    eval_opts = opts.eval or Options(device=opts.device, confirm=opts.device.startswith("cuda"),
+                                     lint=opts.device.startswith("cuda"))  # and no pipeline race (eval --lint)
     if resume is not None:
         run = ledger.run(resume)
         if run is None:
