@@ -718,15 +718,24 @@ class Judge:
         second = self.subject.call(warm=True)
         if second.error or second.wrong is not None or self._evidence(second, warm=True):
             return ""
+        diff = self._first_difference(first, second.outputs)
+        if diff is None:
+            return ""
+        return (f"[nondeterminism] output {diff[0]!r}: a second call on identical inputs differs from the first in "
+                f"{diff[1]} element(s): the wrong values may come from a race or from memory the solution never "
+                "wrote, not from its arithmetic; make it repeatable first")
+
+    def _first_difference(self, first: list[Any], second: list[Any]) -> tuple[str, int] | None:
+        """The first output whose two calls differ bit for bit (in the checkers' canonical form), with how many
+        elements differ; None when they agree."""
+        contract = self.task.contract
         a = canonical_outputs(first, self.d, contract)
-        b = canonical_outputs(second.outputs, self.d, contract)
+        b = canonical_outputs(second, self.d, contract)
         for name, x, y in zip(self.d.outputs, a, b, strict=True):
             same, n = bitwise_equal(x, y)
             if not same:
-                return (f"[nondeterminism] output {name!r}: a second call on identical inputs differs from the first in "
-                        f"{n} element(s): the wrong values may come from a race or from memory the solution never "
-                        "wrote, not from its arithmetic; make it repeatable first")
-        return ""
+                return name, n
+        return None
 
     def _repeat(self, pristine: list[Any], first: list[Any], expected: list[Any], axes: dict[str, int],
                 floor: dict[str, float] | None = None) -> str:
@@ -744,16 +753,12 @@ class Judge:
         if not self.task.contract.integrity.deterministic:
             c = self._compare(second.outputs, expected, axes, pristine, floor)
             return "" if c.status == "PASSED" else f"[nondeterminism] a second call on identical inputs: {c.reason}"
-        contract = self.task.contract
-        a = canonical_outputs(first, self.d, contract)
-        b = canonical_outputs(second.outputs, self.d, contract)
-        for name, x, y in zip(self.d.outputs, a, b, strict=True):
-            same, n = bitwise_equal(x, y)
-            if not same:
-                return (f"[nondeterminism] output {name!r}: a second call on identical inputs differs in {n} "
-                        "element(s) (uninitialised memory, a race, or state kept between calls); "
-                        "contract.toml [integrity] deterministic = false allows it where atomics make it unavoidable")
-        return ""
+        diff = self._first_difference(first, second.outputs)
+        if diff is None:
+            return ""
+        return (f"[nondeterminism] output {diff[0]!r}: a second call on identical inputs differs in {diff[1]} "
+                "element(s) (uninitialised memory, a race, or state kept between calls); "
+                "contract.toml [integrity] deterministic = false allows it where atomics make it unavoidable")
 
     def _extra_warmup(self, w: Workload) -> int:
         """0-3 more warm-up calls, drawn from the run's secret seed: how many calls precede the
