@@ -134,3 +134,17 @@ def test_a_numerical_failure_says_whether_the_calls_differed(tmp_path):
             assert frag in s["reason"], (name, s["reason"])
         for frag in exp.get("reason_lacks", []):
             assert frag not in s["reason"], (name, s["reason"])
+
+
+def test_eval_lint_on_a_gpu_compiles_the_gpu_side(tmp_path):
+    """`eval` on a GPU lints Triton candidates by default, with zero-filled CUDA inputs (a launcher's branch on the
+    device type takes its GPU side): gdn_prefill chunk4's `_kkt` race is named, chunk6 has none (session 26)."""
+    gdn = TASKS / "gdn_prefill"
+    out = tmp_path / "lint.json"
+    proc = kc("eval", gdn, gdn / "candidates" / "triton_chunk4.py", gdn / "solutions" / "triton_chunk6.py", "--device",
+              "cuda", "--no-timing", "--no-peers", "--workload", "7f152d68", "--json", out)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    got = {s["name"]: s for s in json.loads(out.read_text())["solutions"] if s["role"] == "candidate"}
+    assert got["triton_chunk4"]["static_lint"]["input_device"] == "cuda"
+    assert any(r.startswith("_kkt") for r in got["triton_chunk4"]["static_lint"]["races"])
+    assert got["triton_chunk6"]["static_lint"]["races"] == []

@@ -61,6 +61,7 @@ def test_eval_lint_names_the_race_and_keeps_the_verdict(tmp_path):
     assert c4["status"] == "PASSED" and c6["status"] == "PASSED"
     assert c4["static_lint"]["races"] and all(r.startswith("_kkt (TTGIR line") for r in c4["static_lint"]["races"])
     assert c4["static_lint"]["workload"].startswith("d790aa8b")  # the workload moving the most bytes
+    assert c4["static_lint"]["input_device"] == "meta"  # no GPU here: meta tensors (a GPU run uses CUDA ones)
     assert c6["static_lint"]["races"] == [] and "_kkt" in c6["static_lint"]["kernels"]
     assert "triton_chunk4: pipeline race" in proc.stdout and "triton_chunk6: pipeline race" not in proc.stdout
     out2 = tmp_path / "nolint.json"

@@ -588,7 +588,7 @@ def _lint(res: SolutionResult, task: Task, sol: Solution, path: str) -> None:
                     if line not in races:
                         races.append(line)
     res.static_lint = {"workload": w.uuid, "triton": str(raw.get("triton", ""))[:40], "target": "sm_90",
-                       "kernels": sorted(kernels), "races": races}
+                       "input_device": str(raw.get("input_device", ""))[:8], "kernels": sorted(kernels), "races": races}
     if not launches:
         res.static_lint["error"] = str(raw.get("error") or "no kernel was compiled")[:500]
     if races and res.promotable:

@@ -150,6 +150,12 @@ def default_out(task: Task, solution: Solution) -> Path:
 
 # -- the two sources --------------------------------------------------------------------------------
 
+def _cuda_visible() -> bool:
+    import torch
+
+    return torch.cuda.is_available()
+
+
 def _triton_static(task: Task, solution: Solution, path: Path, w: Workload, timeout: float,
                    lint_only: bool = False) -> dict | None:
     """The Triton kernels the solution launches at this workload, compiled for sm_90 without running them
@@ -161,7 +167,10 @@ def _triton_static(task: Task, solution: Solution, path: Path, w: Workload, time
     if lint_only:
         cmd.append("--lint-only")
     why = ""
-    for extra in ([], ["--real-inputs"]):  # meta tensors first; zero-filled CPU ones for host code needing data
+    # zero-filled CUDA tensors where a GPU is visible (a launcher's branch on the device type then takes its GPU
+    # side, as it does when judged); else meta tensors, then zero-filled CPU ones for host code needing data
+    tries = [["--input-device", "cuda"]] if _cuda_visible() else [["--input-device", "meta"], ["--input-device", "cpu"]]
+    for extra in tries:
         try:
             proc = subprocess.run(cmd + extra, capture_output=True, text=True, timeout=min(timeout, 300))
             if proc.returncode == 0:
@@ -361,9 +370,10 @@ def render(prof: Profile) -> str:
                   f"{_bytes(t.get('shared_bytes'))} shared, {_num(t.get('num_warps'))} warps" for t in tk]
     ts = prof.triton_static or {}
     if ts.get("launches"):
+        seen = ("CUDA tensors" if ts.get("input_device") == "cuda" else
+                f"{ts.get('input_device') or 'meta'} tensors, so a branch on x.is_cuda took its CPU side")
         lines += ["", f"Triton compiled without a run (Triton {ts.get('triton')}, {ts.get('target')}; registers from "
-                      "Triton's ptxas, pipeline lint on the TTGIR; the launcher saw meta or CPU tensors, so a branch "
-                      "on x.is_cuda took its CPU side):"]
+                      f"Triton's ptxas, pipeline lint on the TTGIR; the launcher saw {seen}):"]
         for r in ts["launches"]:
             races = sum(f["race"] for f in r["pipeline"])
             lines.append(f"  {r['kernel']}: grid {tuple(r['grid'])}, {r['warps']} warps, {r['registers']} registers, "

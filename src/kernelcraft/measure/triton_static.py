@@ -232,20 +232,22 @@ def lint_ttgir(text: str) -> list[dict]:
 
 def analyse(task_dir: Path, solution: Path, axes_list: list[dict[str, int]], sms: int = 132,
             real_inputs: bool = False, dump: Path | None = None, kernels: list[str] | None = None,
-            resources: bool = True) -> list[dict]:
+            resources: bool = True, input_device: str | None = None) -> list[dict]:
     """One dict per recorded launch and workload: kernel, grid, warps, registers, spills, stack, shared memory,
     CTAs per SM and the pipeline lint's findings (each: line, alloc, buffers, distance, pendings, race).
-    resources=False skips the second ptxas run (registers, spills: -1), for the lint alone."""
+    resources=False skips the second ptxas run (registers, spills: -1), for the lint alone. input_device: "meta"
+    (the default), "cpu" (= real_inputs) or "cuda": zero-filled tensors there, so a launcher that branches on the
+    device type takes its GPU side (on meta or CPU tensors `x.is_cuda` is False: the CPU variant is compiled)."""
     definition = json.loads((Path(task_dir) / "definition.json").read_text())
     mod = _load(Path(solution).resolve())
-    device = "cpu" if real_inputs else "meta"
+    device = input_device or ("cpu" if real_inputs else "meta")
     dps = _is_dps(Path(solution).resolve(), definition)
     rows = []
     for n, axes in enumerate(axes_list):
         inputs = _inputs(definition, axes, device)
         if dps:
             inputs += _inputs(definition, axes, device, "outputs")
-        for fn, grid, a, kw in _launches(mod, inputs, sms, zero_empty=real_inputs):
+        for fn, grid, a, kw in _launches(mod, inputs, sms, zero_empty=device != "meta"):
             if kernels and fn.__name__ not in kernels:
                 continue
             k, opts = _compile(fn, a, kw)
@@ -273,11 +275,15 @@ def main() -> int:
     ap.add_argument("--real-inputs", action="store_true")
     ap.add_argument("--json", action="store_true", help="print the rows as JSON (else one line each)")
     ap.add_argument("--lint-only", action="store_true", help="no ptxas resource report (registers, spills: -1)")
+    ap.add_argument("--input-device", choices=("meta", "cpu", "cuda"),
+                    help="where the launcher's zero-filled inputs live (default meta; cpu = --real-inputs; cuda: a "
+                         "launcher branching on the device type takes its GPU side)")
     args = ap.parse_args()
     axes_list = [{k: int(v) for k, v in (kv.split("=") for kv in wl.split(","))} for wl in args.axes]
-    rows = analyse(args.task, args.solution, axes_list, args.sms, args.real_inputs, resources=not args.lint_only)
+    device = args.input_device or ("cpu" if args.real_inputs else "meta")
+    rows = analyse(args.task, args.solution, axes_list, args.sms, resources=not args.lint_only, input_device=device)
     if args.json:
-        print(json.dumps({"triton": _triton_version(), "target": "sm_90", "launches": rows}))
+        print(json.dumps({"triton": _triton_version(), "target": "sm_90", "input_device": device, "launches": rows}))
     else:
         for r in rows:
             races = sum(f["race"] for f in r["pipeline"])
