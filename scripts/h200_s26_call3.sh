@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Session 26, call 3 (<= 240 s; meant for an H200: the record results/h200/gdn_prefill.json asks for one).
+# Session 26, call 3 (<= 280 s; meant for an H200: the record results/h200/gdn_prefill.json asks for one).
 # carry: [".whl", ".whl-peers/c1"]      command: DEADLINE=230 bash scripts/h200_s26_call3.sh
-# 1. the new GPU test of the judge's race line (tests/test_gpu_measure.py, via scripts/gpu_tests.sh), any GPU;
+# 1. session 26's GPU tests (the judge's race line; eval's lint on CUDA inputs; scripts/gpu_tests.sh), any GPU;
 # 2. on an H200 only: `kernelcraft eval` of the promoted solutions/triton_chunk6.py with FLA and the confirmation.
 set -u
 export PYTHONUNBUFFERED=1
@@ -12,7 +12,8 @@ source scripts/device_wheels.sh
 PEER_WHEELS=.whl-peers/c1 source scripts/peer_wheels.sh small > "$OUT/peer_wheels.log" 2>&1 || echo "peer wheels: install failed"
 export KERNELCRAFT_CACHE=/tmp/kc_cache
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv | tee "$OUT/gpu.txt"
-TESTS_S=70 bash scripts/gpu_tests.sh tests/test_gpu_measure.py::test_a_numerical_failure_says_whether_the_calls_differed
+TESTS_S=110 bash scripts/gpu_tests.sh tests/test_gpu_measure.py::test_a_numerical_failure_says_whether_the_calls_differed \
+  tests/test_gpu_measure.py::test_eval_lint_on_a_gpu_compiles_the_gpu_side
 gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
 [[ "$gpu" == *H200* ]] || { echo "not an H200 ($gpu): no gdn eval"; bash scripts/pack_out.sh; exit 0; }
 l=$(left); echo "=== tasks/gdn_prefill solutions/triton_chunk6.py ($l s left)"; t0=$(date +%s)
