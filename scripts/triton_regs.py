@@ -31,7 +31,6 @@ registers allocated per warp in units of 256).
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
@@ -43,12 +42,10 @@ from kernelcraft.measure.triton_static import (  # noqa: E402, F401
     _compile,
     _ctas_per_sm,
     _inputs,
-    _is_dps,
     _launches,
     _load,
     _ptxas,
-    _ptxas_path,
-    _Recorder,
+    analyse,
 )
 
 
@@ -64,30 +61,11 @@ def main() -> None:
     ap.add_argument("--real-inputs", action="store_true",
                     help="zero-filled CPU tensors instead of meta ones (a launcher that needs data, e.g. torch.nonzero)")
     args = ap.parse_args()
-    definition = json.loads((args.task / "definition.json").read_text())
-    mod = _load(args.solution.resolve())
-    device = "cpu" if args.real_inputs else "meta"
-    dps = _is_dps(args.solution.resolve(), definition)
-    for n, wl in enumerate(args.axes):
-        axes = {k: int(v) for k, v in (kv.split("=") for kv in wl.split(","))}
-        inputs = _inputs(definition, axes, device)
-        if dps:
-            inputs += _inputs(definition, axes, device, "outputs")
-        for fn, grid, a, kw in _launches(mod, inputs, args.sms, zero_empty=args.real_inputs):
-            if args.kernel and fn.__name__ not in args.kernel:
-                continue
-            k, opts = _compile(fn, a, kw)
-            if args.dump:
-                args.dump.mkdir(parents=True, exist_ok=True)
-                for ext in ("ttgir", "ptx"):
-                    (args.dump / f"{fn.__name__}_{n}.{ext}").write_text(k.asm[ext])
-            r = _ptxas(k.asm["ptx"])
-            warps = opts.get("num_warps", 4)
-            smem = k.metadata.shared
-            g = grid(kw) if callable(grid) else grid
-            print(f"{args.solution.name} {wl} {fn.__name__} grid={tuple(g)} warps={warps} "
-                  f"regs={r['regs']} spill_st={r['spill_st']}B spill_ld={r['spill_ld']}B stack={r['stack']}B "
-                  f"smem={smem}B ctas/sm={_ctas_per_sm(r['regs'], warps, smem)}", flush=True)
+    axes_list = [{k: int(v) for k, v in (kv.split("=") for kv in wl.split(","))} for wl in args.axes]
+    for r in analyse(args.task, args.solution, axes_list, args.sms, args.real_inputs, args.dump, args.kernel):
+        print(f"{args.solution.name} {args.axes[r['workload']]} {r['kernel']} grid={tuple(r['grid'])} warps={r['warps']} "
+              f"regs={r['registers']} spill_st={r['spill_store_bytes']}B spill_ld={r['spill_load_bytes']}B "
+              f"stack={r['stack_bytes']}B smem={r['shared_bytes']}B ctas/sm={r['ctas_per_sm']}", flush=True)
 
 
 if __name__ == "__main__":

@@ -569,24 +569,13 @@ def _lint(res: SolutionResult, task: Task, sol: Solution, path: str) -> None:
     own (the candidate's module is imported there, never here), and their TTGIR read for the pipelined-loop race
     (knowledge/triton-short-pipelined-dot-loop-race.md). What comes back is data from a process that ran candidate
     code: only well-formed fields are kept, and it can only take a promotion away, never give one."""
-    from kernelcraft.measure.profile import _triton_static
+    from kernelcraft.measure.triton_static import race_lines, static_report
 
     w = max(task.workloads, key=lambda w: task.io_bytes(w.axes))
-    raw = _triton_static(task, sol, Path(path), w, 300.0, lint_only=True) or {}
+    raw = static_report(task, sol, Path(path), w, 300.0, lint_only=True)
     launches = raw.get("launches") if isinstance(raw.get("launches"), list) else []
-    races, kernels = [], set()
-    for r in launches:
-        if not isinstance(r, dict) or not isinstance(r.get("kernel"), str):
-            continue
-        kernels.add(r["kernel"][:200])
-        for f in r.get("pipeline") or []:
-            if isinstance(f, dict) and f.get("race") is True:
-                nums = [f.get(k) for k in ("line", "buffers", "distance", "pendings")]
-                if all(isinstance(x, int) for x in nums):
-                    line = (f"{r['kernel'][:200]} (TTGIR line {nums[0]}: {nums[1]} shared buffers, prefetch distance "
-                            f"{nums[2]}, async wgmma waited with pendings {nums[3]})")
-                    if line not in races:
-                        races.append(line)
+    kernels = {r["kernel"][:200] for r in launches if isinstance(r, dict) and isinstance(r.get("kernel"), str)}
+    races = race_lines(raw)
     res.static_lint = {"workload": w.uuid, "triton": str(raw.get("triton", ""))[:40], "target": "sm_90",
                        "input_device": str(raw.get("input_device", ""))[:8], "kernels": sorted(kernels), "races": races}
     if not launches:

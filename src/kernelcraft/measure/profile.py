@@ -37,6 +37,7 @@ from kernelcraft._target import kill_group
 from kernelcraft.errors import InputError, Problem
 from kernelcraft.measure import _ncu
 from kernelcraft.measure._ptxas import CompileFailed, PtxasReport, nvcc_resource_report
+from kernelcraft.measure.triton_static import race_lines, static_report
 from kernelcraft.solution.model import Solution, load_solution
 from kernelcraft.task.loader import Task, load_task
 from kernelcraft.task.workload import Workload
@@ -76,14 +77,7 @@ class Profile:
     @property
     def races(self) -> list[str]:
         """The Triton kernels whose compiled loops the pipeline lint reads as racy, one line each."""
-        out = []
-        for r in (self.triton_static or {}).get("launches", []):
-            for f in r["pipeline"]:
-                line = (f"{r['kernel']} (TTGIR line {f['line']}: {f['buffers']} shared buffers, prefetch distance "
-                        f"{f['distance']}, async wgmma waited with pendings {f['pendings']})")
-                if f["race"] and line not in out:
-                    out.append(line)
-        return out
+        return race_lines(self.triton_static)
 
     @property
     def diagnosis(self) -> str:
@@ -149,39 +143,6 @@ def default_out(task: Task, solution: Solution) -> Path:
 
 
 # -- the two sources --------------------------------------------------------------------------------
-
-def _cuda_visible() -> bool:
-    import torch
-
-    return torch.cuda.is_available()
-
-
-def _triton_static(task: Task, solution: Solution, path: Path, w: Workload, timeout: float,
-                   lint_only: bool = False) -> dict | None:
-    """The Triton kernels the solution launches at this workload, compiled for sm_90 without running them
-    (registers, spills, shared memory, the pipeline lint), in a process of its own: the solution's module is
-    imported there. None, with a note, when that fails (the run-time profile may still work)."""
-    entry = path if path.is_file() else path / solution.spec.entry_file
-    axes = ",".join(f"{k}={v}" for k, v in task.definition.axis_values(dict(w.axes)).items())
-    cmd = [sys.executable, "-m", "kernelcraft.measure.triton_static", str(task.root), str(entry), "--axes", axes, "--json"]
-    if lint_only:
-        cmd.append("--lint-only")
-    why = ""
-    # zero-filled CUDA tensors where a GPU is visible (a launcher's branch on the device type then takes its GPU
-    # side, as it does when judged); else meta tensors, then zero-filled CPU ones for host code needing data
-    tries = [["--input-device", "cuda"]] if _cuda_visible() else [["--input-device", "meta"], ["--input-device", "cpu"]]
-    for extra in tries:
-        try:
-            proc = subprocess.run(cmd + extra, capture_output=True, text=True, timeout=min(timeout, 300))
-            if proc.returncode == 0:
-                return json.loads(proc.stdout.strip().splitlines()[-1])
-            why = (proc.stderr.strip().splitlines() or ["no message"])[-1]
-        except (subprocess.TimeoutExpired, json.JSONDecodeError, IndexError) as e:
-            why = type(e).__name__
-        if not why.startswith("NotImplementedError"):
-            break
-    return {"launches": [], "error": f"the static compile failed: {why[:500]}"}
-
 
 def _ptxas(solution: Solution, device: str, gpu_ok: bool, out: Path) -> PtxasReport | None:
     from kernelcraft.solution.build import CUDA_SUFFIXES, _arch_for, write_sources
@@ -295,7 +256,7 @@ def profile(task_dir: str | Path, solution_path: str | Path, workload: str | Non
         if prof.ptxas is None:
             prof.notes.append("no compiler report: nvcc is not on PATH (or the solution has no .cu source)")
     if lang == "triton":
-        prof.triton_static = _triton_static(task, solution, Path(solution_path), w, timeout)
+        prof.triton_static = static_report(task, solution, Path(solution_path), w, timeout)
     missing = gpu_problem or (None if ncu else f"Nsight Compute's `ncu` is not on PATH (fix: {NCU_FIX})")
     if missing:
         if prof.ptxas is None and not (prof.triton_static or {}).get("launches"):

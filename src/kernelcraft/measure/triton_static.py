@@ -30,6 +30,12 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from kernelcraft.solution.model import Solution
+    from kernelcraft.task.loader import Task
+    from kernelcraft.task.workload import Workload
 
 
 class _Recorder:
@@ -264,6 +270,64 @@ def analyse(task_dir: Path, solution: Path, axes_list: list[dict[str, int]], sms
                          "stack_bytes": r["stack"], "shared_bytes": smem,
                          "ctas_per_sm": _ctas_per_sm(r["regs"], warps, smem), "pipeline": lint_ttgir(k.asm["ttgir"])})
     return rows
+
+
+def _cuda_visible() -> bool:
+    import torch
+
+    return torch.cuda.is_available()
+
+
+def static_report(task: Task, solution: Solution, path: Path, w: Workload, timeout: float,
+                  lint_only: bool = False) -> dict:
+    """The Triton kernels the solution launches at this workload, compiled for sm_90 without running them
+    (registers, spills, shared memory, the pipeline lint), in a process of its own: the solution's module is
+    imported there (the judge and `profile` call this; nothing of the solution runs in their process). On failure
+    {"launches": [], "error": why}."""
+    entry = path if path.is_file() else path / solution.spec.entry_file
+    axes = ",".join(f"{k}={v}" for k, v in task.definition.axis_values(dict(w.axes)).items())
+    cmd = [sys.executable, "-m", "kernelcraft.measure.triton_static", str(task.root), str(entry), "--axes", axes, "--json"]
+    if lint_only:
+        cmd.append("--lint-only")
+    why = ""
+    # zero-filled CUDA tensors where a GPU is visible (a launcher's branch on the device type then takes its GPU
+    # side, as it does when judged); else meta tensors, then zero-filled CPU ones for host code needing data
+    tries = [["--input-device", "cuda"]] if _cuda_visible() else [["--input-device", "meta"], ["--input-device", "cpu"]]
+    for extra in tries:
+        try:
+            proc = subprocess.run(cmd + extra, capture_output=True, text=True, timeout=min(timeout, 300))
+            if proc.returncode == 0:
+                report = json.loads(proc.stdout.strip().splitlines()[-1])
+                if isinstance(report, dict):
+                    return report
+                why = "the report is not a JSON object"
+            else:
+                why = (proc.stderr.strip().splitlines() or ["no message"])[-1]
+        except (subprocess.TimeoutExpired, json.JSONDecodeError, IndexError) as e:
+            why = type(e).__name__
+        if not why.startswith("NotImplementedError"):
+            break
+    return {"launches": [], "error": f"the static compile failed: {why[:500]}"}
+
+
+def race_lines(report: dict | None) -> list[str]:
+    """One line per racy loop of a `static_report` (which came from a process that imported candidate code: only
+    well-formed findings count, names cut to 200 characters)."""
+    out: list[str] = []
+    launches = (report or {}).get("launches")
+    for r in launches if isinstance(launches, list) else []:
+        if not isinstance(r, dict) or not isinstance(r.get("kernel"), str):
+            continue
+        for f in r.get("pipeline") or []:
+            if not (isinstance(f, dict) and f.get("race") is True):
+                continue
+            nums = [f.get(k) for k in ("line", "buffers", "distance", "pendings")]
+            if all(isinstance(x, int) for x in nums):
+                line = (f"{r['kernel'][:200]} (TTGIR line {nums[0]}: {nums[1]} shared buffers, prefetch distance "
+                        f"{nums[2]}, async wgmma waited with pendings {nums[3]})")
+                if line not in out:
+                    out.append(line)
+    return out
 
 
 def main() -> int:
