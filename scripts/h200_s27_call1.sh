@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# Session 27, first call (<= 590 s, any one-GPU kind). `mv results /tmp/kc_results_hold` before it (carry size).
+# carry: [".whl", ".whl-peers/c1", ".whl-peers/c3", ".whl-peers/c3q", ".kernelcraft/flashinfer-cache"]
+#   command: bash scripts/h200_s27_call1.sh
+# On an H200: the catalog's chain call 1 under `--trusted-timing auto` with the confirmation (topk, silu_mul,
+# gelu_tanh_mul; scripts/h200_s19_chain1.sh), quack's small wheels installed beside (what chain call 2 did, so that
+# call 2 only stashes a cutlass part), session 26's two GPU tests, then chunk6's H200 record for gdn_prefill
+# (`kernelcraft eval` with FLA and the confirmation). Calls 2-4: scripts/h200_s20_chain{2,3,4}.sh (PLACEMENT=0).
+# On anything else (an H100): the two GPU tests, then gdn_prefill chunk6's preparation variants
+# (scripts/h200_s26_call2.sh with C6_VARIANTS_FILE=scripts/gdn_chunk6_prep_variants.txt).
+set -u
+export PYTHONUNBUFFERED=1
+OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
+start=$(date +%s)
+left() { echo $(( ${DEADLINE:-585} - ($(date +%s) - start) )); }
+quiet() { grep -v "Warning\|warn(\|leaked\|nanobind"; }
+gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
+echo "gpu: $gpu"
+TESTS=(tests/test_gpu_measure.py::test_a_numerical_failure_says_whether_the_calls_differed
+       tests/test_gpu_measure.py::test_eval_lint_on_a_gpu_compiles_the_gpu_side)
+if [[ "$gpu" == *H200* ]] && [ "${FORCE_H100_PLAN:-0}" != 1 ]; then
+  echo "=== H200: chain call 1 (topk, silu_mul, gelu_tanh_mul; --confirm)"
+  CONFIRM=--confirm DEADLINE=${CHAIN_DEADLINE:-300} OUT="$OUT/chain1" bash scripts/h200_s19_chain1.sh > "$OUT/chain1.txt" 2>&1
+  tail -40 "$OUT/chain1.txt" | cut -c1-200  # chain1/out.tgz: its files
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site3 .whl-peers/c3q/*.whl \
+    > "$OUT/c3q_install.txt" 2>&1 && cp -r /tmp/site3/. /tmp/site/ && echo "c3q installed into /tmp/site" \
+    || echo "c3q install FAILED (c3q_install.txt)"
+  export PYTHONPATH=/tmp/fi-cache:/tmp/site:$PWD/src FLASHINFER_DISABLE_JIT=1 KERNELCRAFT_CACHE=/tmp/kc_cache
+  l=$(left); TESTS_S=$(( l < 200 ? l / 2 : 110 )) bash scripts/gpu_tests.sh "${TESTS[@]}"
+  l=$(left)
+  if [ "$l" -gt 90 ]; then
+    echo "=== tasks/gdn_prefill solutions/triton_chunk6.py ($l s left)"; t0=$(date +%s)
+    timeout $(( l - 10 )) python3 -m kernelcraft eval tasks/gdn_prefill tasks/gdn_prefill/solutions/triton_chunk6.py \
+      --device cuda --peers --budget-ms 50 --confirm --json "$OUT/gdn_prefill.json" > "$OUT/gdn_prefill.log" 2>&1
+    echo "rc $? $(( $(date +%s) - t0 )) s"
+    quiet < "$OUT/gdn_prefill.log" | grep -v "^  [a-z_.:0-9]*: [a-z]" | tail -30 | cut -c1-200
+  else
+    echo "no time for gdn_prefill ($l s left)"
+  fi
+  echo "=== done in $(( $(date +%s) - start )) s"
+  bash scripts/pack_out.sh
+  exit 0
+fi
+source scripts/device_wheels.sh
+PEER_WHEELS=.whl-peers/c1 source scripts/peer_wheels.sh small > "$OUT/peer_wheels.log" 2>&1 || echo "peer wheels: install failed"
+export KERNELCRAFT_CACHE=/tmp/kc_cache
+TESTS_S=110 bash scripts/gpu_tests.sh "${TESTS[@]}"
+l=$(left)
+C6_VARIANTS_FILE=scripts/gdn_chunk6_prep_variants.txt DEADLINE=$(( l - 5 )) OUT="$OUT" bash scripts/h200_s26_call2.sh
