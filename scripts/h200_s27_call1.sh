@@ -5,9 +5,9 @@
 # On an H200: the catalog's chain call 1 under `--trusted-timing auto` with the confirmation (topk, silu_mul,
 # gelu_tanh_mul; scripts/h200_s19_chain1.sh), quack's small wheels installed beside (what chain call 2 did, so that
 # call 2 only stashes a cutlass part), session 26's two GPU tests, then chunk6's H200 record for gdn_prefill
-# (`kernelcraft eval` with FLA and the confirmation). Calls 2-4: scripts/h200_s20_chain{2,3,4}.sh (PLACEMENT=0).
-# On anything else (an H100): the two GPU tests, then gdn_prefill chunk6's preparation variants
-# (scripts/h200_s26_call2.sh with C6_VARIANTS_FILE=scripts/gdn_chunk6_prep_variants.txt).
+# and chunk7's (`kernelcraft eval` with FLA and the confirmation). Calls 2-4: scripts/h200_s20_chain{2,3,4}.sh
+# (PLACEMENT=0). On anything else (an H100): the two GPU tests, then scripts/gdn_s27_wu.sh (chunk7's `_wu` forms
+# split beside chunk6 and FLA, the best judged).
 set -u
 export PYTHONUNBUFFERED=1
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
@@ -29,9 +29,9 @@ if [[ "$gpu" == *H200* ]] && [ "${FORCE_H100_PLAN:-0}" != 1 ]; then
   l=$(left); TESTS_S=$(( l < 200 ? l / 2 : 110 )) bash scripts/gpu_tests.sh "${TESTS[@]}"
   l=$(left)
   if [ "$l" -gt 90 ]; then
-    echo "=== tasks/gdn_prefill solutions/triton_chunk6.py ($l s left)"; t0=$(date +%s)
+    echo "=== tasks/gdn_prefill solutions/triton_chunk6.py candidates/triton_chunk7.py ($l s left)"; t0=$(date +%s)
     timeout $(( l - 10 )) python3 -m kernelcraft eval tasks/gdn_prefill tasks/gdn_prefill/solutions/triton_chunk6.py \
-      --device cuda --peers --budget-ms 50 --confirm --json "$OUT/gdn_prefill.json" > "$OUT/gdn_prefill.log" 2>&1
+      tasks/gdn_prefill/candidates/triton_chunk7.py --device cuda --peers --budget-ms 50 --confirm --json "$OUT/gdn_prefill.json" > "$OUT/gdn_prefill.log" 2>&1
     echo "rc $? $(( $(date +%s) - t0 )) s"
     quiet < "$OUT/gdn_prefill.log" | grep -v "^  [a-z_.:0-9]*: [a-z]" | tail -30 | cut -c1-200
   else
@@ -46,4 +46,5 @@ PEER_WHEELS=.whl-peers/c1 source scripts/peer_wheels.sh small > "$OUT/peer_wheel
 export KERNELCRAFT_CACHE=/tmp/kc_cache
 TESTS_S=110 bash scripts/gpu_tests.sh "${TESTS[@]}"
 l=$(left)
-C6_VARIANTS_FILE=scripts/gdn_chunk6_prep_variants.txt DEADLINE=$(( l - 5 )) OUT="$OUT" bash scripts/h200_s26_call2.sh
+DEADLINE=$(( l - 5 )) OUT="$OUT" bash scripts/gdn_s27_wu.sh
+bash scripts/pack_out.sh

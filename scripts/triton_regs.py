@@ -62,7 +62,11 @@ def main() -> None:
                     help="zero-filled CPU tensors instead of meta ones (a launcher that needs data, e.g. torch.nonzero)")
     args = ap.parse_args()
     axes_list = [{k: int(v) for k, v in (kv.split("=") for kv in wl.split(","))} for wl in args.axes]
-    for r in analyse(args.task, args.solution, axes_list, args.sms, args.real_inputs, args.dump, args.kernel):
+    try:
+        rows = analyse(args.task, args.solution, axes_list, args.sms, args.real_inputs, args.dump, args.kernel)
+    except ValueError as e:  # a missing or contradicting axis
+        ap.error(f"{args.task / 'definition.json'}: {e}")
+    for r in rows:
         print(f"{args.solution.name} {args.axes[r['workload']]} {r['kernel']} grid={tuple(r['grid'])} warps={r['warps']} "
               f"regs={r['registers']} spill_st={r['spill_store_bytes']}B spill_ld={r['spill_load_bytes']}B "
               f"stack={r['stack_bytes']}B smem={r['shared_bytes']}B ctas/sm={r['ctas_per_sm']}", flush=True)

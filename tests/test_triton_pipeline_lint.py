@@ -34,6 +34,7 @@ def test_the_smallest_racy_loop_is_found_and_its_two_fixes_are_not(tmp_path):
 
 
 @pytest.mark.parametrize("name, racy", [("candidates/triton_chunk5.py", False), ("solutions/triton_chunk6.py", False),
+                                        ("candidates/triton_chunk7.py", False),
                                         ("candidates/triton_chunk4.py", True), ("candidates/triton_chunk2.py", False)])
 def test_gdn_prefill_candidates(name, racy, tmp_path):
     """chunk5 / chunk6 run their Gram loops unpipelined since session 26; chunk4 (racy on the H100 in session 25)
@@ -46,6 +47,24 @@ def test_gdn_prefill_candidates(name, racy, tmp_path):
     assert irs, r.stdout
     found = [f["race"] for p in irs for f in lint(p.read_text())]
     assert any(found) == racy, found
+
+
+def test_const_axes_come_from_the_definition_and_a_missing_var_axis_is_named():
+    """gdn_prefill's head counts and head size are const axes: --axes needs only the var ones; a var axis left
+    out is an error naming the definition, the input and the axis, not a KeyError."""
+    base = [sys.executable, "-m", "kernelcraft.measure.triton_static", "tasks/gdn_prefill",
+            "tasks/gdn_prefill/solutions/triton_chunk6.py", "--lint-only", "--json", "--axes"]
+    bad = subprocess.run(base + ["total_seq_len=256"], cwd=ROOT, capture_output=True, text=True)
+    assert bad.returncode == 2, bad.stderr[-2000:]
+    assert "definition.json" in bad.stderr and "num_seqs=N" in bad.stderr and "Traceback" not in bad.stderr
+    wrong = subprocess.run(base + ["total_seq_len=256,num_seqs=2,len_cu_seqlens=3,head_size=64"], cwd=ROOT,
+                           capture_output=True, text=True)
+    assert wrong.returncode == 2 and "head_size = 128" in wrong.stderr, wrong.stderr[-2000:]
+    ok = subprocess.run(base + ["total_seq_len=256,num_seqs=2,len_cu_seqlens=3"], cwd=ROOT, capture_output=True, text=True)
+    assert ok.returncode == 0, ok.stderr[-3000:]
+    rows = json.loads(ok.stdout)["launches"]
+    assert {"_kkt", "_wu"} <= {r["kernel"] for r in rows}
+    assert not any(f["race"] for r in rows for f in r["pipeline"])
 
 
 def test_eval_lint_names_the_race_and_keeps_the_verdict(tmp_path):

@@ -62,6 +62,11 @@ def _inputs(definition: dict, axes: dict, device: str = "meta", key: str = "inpu
     zero-filled ones on `device` ("cpu" for --real-inputs)."""
     import torch
 
+    consts = {n: int(a["value"]) for n, a in definition.get("axes", {}).items() if a.get("type") == "const"}
+    axes = {**consts, **axes}  # a const axis needs no --axes entry (given, it must agree)
+    for n, v in consts.items():
+        if axes[n] != v:
+            raise ValueError(f"--axes {n}={axes[n]}: the definition fixes {n} = {v} (a const axis)")
     out = []
     for _name, spec in definition[key].items():
         dt = getattr(torch, spec["dtype"])  # definition dtype names are torch's
@@ -69,6 +74,11 @@ def _inputs(definition: dict, axes: dict, device: str = "meta", key: str = "inpu
         if shape is None:  # a scalar input
             out.append(1.0 if dt.is_floating_point else 1)
             continue
+        missing = [d for d in shape if isinstance(d, str) and d not in axes]
+        if missing:
+            raise ValueError(f"{key} {_name!r} has shape {shape}: give --axes {','.join(f'{d}=N' for d in missing)} "
+                             f"(the definition's var axes: "
+                             f"{[n for n, a in definition.get('axes', {}).items() if a.get('type') != 'const']})")
         dims = [axes[d] if isinstance(d, str) else int(d) for d in shape]
         out.append(torch.zeros(*dims, dtype=dt, device=device))
     return out
@@ -345,7 +355,10 @@ def main() -> int:
     args = ap.parse_args()
     axes_list = [{k: int(v) for k, v in (kv.split("=") for kv in wl.split(","))} for wl in args.axes]
     device = args.input_device or ("cpu" if args.real_inputs else "meta")
-    rows = analyse(args.task, args.solution, axes_list, args.sms, resources=not args.lint_only, input_device=device)
+    try:
+        rows = analyse(args.task, args.solution, axes_list, args.sms, resources=not args.lint_only, input_device=device)
+    except ValueError as e:  # a missing or contradicting axis: name it, no traceback
+        ap.error(f"{args.task / 'definition.json'}: {e}")
     if args.json:
         print(json.dumps({"triton": _triton_version(), "target": "sm_90", "input_device": device, "launches": rows}))
     else:
