@@ -5,7 +5,7 @@
 # On an H200: the catalog's chain call 1 under `--trusted-timing auto` with the confirmation (topk, silu_mul,
 # gelu_tanh_mul; scripts/h200_s19_chain1.sh), quack's small wheels installed beside (what chain call 2 did, so that
 # call 2 only stashes a cutlass part), session 26's two GPU tests, then chunk6's H200 record for gdn_prefill
-# and chunk7's (`kernelcraft eval` with FLA and the confirmation). Calls 2-4: scripts/h200_s20_chain{2,3,4}.sh
+# and chunk7's (promoted after the H100's 1.19x; `kernelcraft eval` with FLA and the confirmation). Calls 2-4: scripts/h200_s20_chain{2,3,4}.sh
 # (PLACEMENT=0). On anything else (an H100): the two GPU tests, then scripts/gdn_s27_wu.sh (chunk7's `_wu` forms
 # split beside chunk6 and FLA, the best judged).
 set -u
@@ -26,12 +26,13 @@ if [[ "$gpu" == *H200* ]] && [ "${FORCE_H100_PLAN:-0}" != 1 ]; then
     > "$OUT/c3q_install.txt" 2>&1 && cp -r /tmp/site3/. /tmp/site/ && echo "c3q installed into /tmp/site" \
     || echo "c3q install FAILED (c3q_install.txt)"
   export PYTHONPATH=/tmp/fi-cache:/tmp/site:$PWD/src FLASHINFER_DISABLE_JIT=1 KERNELCRAFT_CACHE=/tmp/kc_cache
-  l=$(left); TESTS_S=$(( l < 200 ? l / 2 : 110 )) bash scripts/gpu_tests.sh "${TESTS[@]}"
+  [ "${SKIP_TESTS:-0}" = 1 ] || { l=$(left); TESTS_S=$(( l < 200 ? l / 2 : 110 )) bash scripts/gpu_tests.sh "${TESTS[@]}"; }
   l=$(left)
   if [ "$l" -gt 90 ]; then
-    echo "=== tasks/gdn_prefill solutions/triton_chunk6.py candidates/triton_chunk7.py ($l s left)"; t0=$(date +%s)
-    timeout $(( l - 10 )) python3 -m kernelcraft eval tasks/gdn_prefill tasks/gdn_prefill/solutions/triton_chunk6.py \
-      tasks/gdn_prefill/candidates/triton_chunk7.py --device cuda --peers --budget-ms 50 --confirm --json "$OUT/gdn_prefill.json" > "$OUT/gdn_prefill.log" 2>&1
+    GDN=${GDN_FILES:-tasks/gdn_prefill/solutions/triton_chunk7.py}
+    echo "=== tasks/gdn_prefill $GDN ($l s left)"; t0=$(date +%s)
+    # shellcheck disable=SC2086
+    timeout $(( l - 10 )) python3 -m kernelcraft eval tasks/gdn_prefill $GDN --device cuda --peers --budget-ms 50 --confirm --json "$OUT/gdn_prefill.json" > "$OUT/gdn_prefill.log" 2>&1
     echo "rc $? $(( $(date +%s) - t0 )) s"
     quiet < "$OUT/gdn_prefill.log" | grep -v "^  [a-z_.:0-9]*: [a-z]" | tail -30 | cut -c1-200
   else
