@@ -20,7 +20,7 @@ export KERNELCRAFT_CACHE=/tmp/kc_cache
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv | tee "$OUT/gpu.txt"
 quiet() { grep -v "Warning\|warn(\|leaked\|nanobind"; }
 C6=tasks/gdn_prefill/solutions/triton_chunk6.py
-C7=tasks/gdn_prefill/candidates/triton_chunk7.py
+C7=tasks/gdn_prefill/solutions/triton_chunk7.py  # candidates/ when session 27 ran it
 rm -rf /tmp/c7v
 V=('{"WU_BK": 64}' '{"WU_BK": 64, "WU_WARPS": 8}' '{"WU_WARPS": 8}' '{"WU_BF16": false}')
 python3 scripts/config_variants.py $C7 /tmp/c7v "${V[@]}" | tee "$OUT/variants.txt"
