@@ -39,6 +39,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 # the recorder, the JIT-faithful compile and ptxas's report live in the package (kernelcraft profile uses them);
 # re-exported under their old names for scripts/kda_prefill_regs.py and scripts/kda_prefill_cpu_check.py
 from kernelcraft.measure.triton_static import (  # noqa: E402, F401
+    AxesError,
     _compile,
     _ctas_per_sm,
     _inputs,
@@ -64,7 +65,7 @@ def main() -> None:
     axes_list = [{k: int(v) for k, v in (kv.split("=") for kv in wl.split(","))} for wl in args.axes]
     try:
         rows = analyse(args.task, args.solution, axes_list, args.sms, args.real_inputs, args.dump, args.kernel)
-    except ValueError as e:  # a missing or contradicting axis
+    except AxesError as e:  # a missing or contradicting axis
         ap.error(f"{args.task / 'definition.json'}: {e}")
     for r in rows:
         print(f"{args.solution.name} {args.axes[r['workload']]} {r['kernel']} grid={tuple(r['grid'])} warps={r['warps']} "

@@ -57,6 +57,10 @@ def _load(path: Path):
     return mod
 
 
+class AxesError(ValueError):
+    """--axes misses a var axis of the definition, or contradicts a const one (the launcher's own errors are not this)."""
+
+
 def _inputs(definition: dict, axes: dict, device: str = "meta", key: str = "inputs") -> list:
     """The tensors (and scalars) of the definition's `key` ("inputs" or "outputs"): meta tensors, or
     zero-filled ones on `device` ("cpu" for --real-inputs)."""
@@ -66,7 +70,7 @@ def _inputs(definition: dict, axes: dict, device: str = "meta", key: str = "inpu
     axes = {**consts, **axes}  # a const axis needs no --axes entry (given, it must agree)
     for n, v in consts.items():
         if axes[n] != v:
-            raise ValueError(f"--axes {n}={axes[n]}: the definition fixes {n} = {v} (a const axis)")
+            raise AxesError(f"--axes {n}={axes[n]}: the definition fixes {n} = {v} (a const axis)")
     out = []
     for _name, spec in definition[key].items():
         dt = getattr(torch, spec["dtype"])  # definition dtype names are torch's
@@ -76,7 +80,7 @@ def _inputs(definition: dict, axes: dict, device: str = "meta", key: str = "inpu
             continue
         missing = [d for d in shape if isinstance(d, str) and d not in axes]
         if missing:
-            raise ValueError(f"{key} {_name!r} has shape {shape}: give --axes {','.join(f'{d}=N' for d in missing)} "
+            raise AxesError(f"{key} {_name!r} has shape {shape}: give --axes {','.join(f'{d}=N' for d in missing)} "
                              f"(the definition's var axes: "
                              f"{[n for n, a in definition.get('axes', {}).items() if a.get('type') != 'const']})")
         dims = [axes[d] if isinstance(d, str) else int(d) for d in shape]
@@ -357,7 +361,7 @@ def main() -> int:
     device = args.input_device or ("cpu" if args.real_inputs else "meta")
     try:
         rows = analyse(args.task, args.solution, axes_list, args.sms, resources=not args.lint_only, input_device=device)
-    except ValueError as e:  # a missing or contradicting axis: name it, no traceback
+    except AxesError as e:  # a missing or contradicting axis: name it, no traceback
         ap.error(f"{args.task / 'definition.json'}: {e}")
     if args.json:
         print(json.dumps({"triton": _triton_version(), "target": "sm_90", "input_device": device, "launches": rows}))
