@@ -74,5 +74,5 @@ PEER_WHEELS=.whl-peers/c1 source scripts/peer_wheels.sh small > "$OUT/peer_wheel
 export KERNELCRAFT_CACHE=/tmp/kc_cache
 TESTS_S=110 bash scripts/gpu_tests.sh "${TESTS[@]}"
 l=$(left)
-DEADLINE=$(( l - 5 )) OUT="$OUT" bash scripts/gdn_s27_wu.sh
+DEADLINE=$(( l - 5 )) OUT="$OUT" bash "${GDN_SCRIPT:-scripts/gdn_s27_wu.sh}"  # scripts/gdn_s27_tb.sh after chunk7
 bash scripts/pack_out.sh

@@ -34,7 +34,7 @@ def test_the_smallest_racy_loop_is_found_and_its_two_fixes_are_not(tmp_path):
 
 
 @pytest.mark.parametrize("name, racy", [("candidates/triton_chunk5.py", False), ("solutions/triton_chunk6.py", False),
-                                        ("solutions/triton_chunk7.py", False),
+                                        ("solutions/triton_chunk7.py", False), ("candidates/triton_chunk8.py", False),
                                         ("candidates/triton_chunk4.py", True), ("candidates/triton_chunk2.py", False)])
 def test_gdn_prefill_candidates(name, racy, tmp_path):
     """chunk5 / chunk6 run their Gram loops unpipelined since session 26; chunk4 (racy on the H100 in session 25)
