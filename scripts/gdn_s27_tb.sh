@@ -3,7 +3,8 @@
 # gdn_prefill: candidates/triton_chunk8.py (chunk7 with T diag(beta) stored in bf16) and its KKT_S_ODD forms (the
 # scores in `_kkt`'s odd programs, no `_sc` launch), split beside the promoted chunk7 and FLA on all nine workloads
 # (scripts/gdn_prefill_split.py, warm L2); the chunk8 form with the best geometric mean against FLA is then judged by
-# `kernelcraft eval` beside chunk7, with FLA and the confirmation. (scripts/gdn_s27_wu.sh's form.)
+# `kernelcraft eval` beside chunk7, with FLA and the confirmation. (scripts/gdn_s27_wu.sh's form.) SKIP_SPLIT=1: the
+# eval of chunk7 and chunk8 alone (~210 s on an H100; session 27's split + eval needed more than 395 s).
 set -u
 export PYTHONUNBUFFERED=1
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
@@ -21,7 +22,16 @@ quiet() { grep -v "Warning\|warn(\|leaked\|nanobind"; }
 C6=tasks/gdn_prefill/solutions/triton_chunk7.py  # the promoted one, the comparison
 C7=tasks/gdn_prefill/candidates/triton_chunk8.py
 rm -rf /tmp/c8v
-V=('{"KKT_S_ODD": true}' '{"TB_BF16": false, "KKT_S_ODD": true}')
+# session 27 ran V=('{"KKT_S_ODD": true}' '{"TB_BF16": false, "KKT_S_ODD": true}') on chunk8 with KKT_S_ODD false;
+# chunk8's CONFIG has KKT_S_ODD true since (that run's best form)
+V=('{"KKT_S_ODD": false}' '{"TB_BF16": false}')
+if [ "${SKIP_SPLIT:-0}" = 1 ]; then  # the verdict alone: chunk7 and chunk8 as committed
+  echo "=== tasks/gdn_prefill $C6 $C7 ($(left) s left)"; t0=$(date +%s)
+  timeout $(( $(left) - 10 )) python3 -m kernelcraft eval tasks/gdn_prefill $C6 $C7 --device cuda --peers --budget-ms 50 \
+    --confirm --json "$OUT/gdn_prefill.json" > "$OUT/gdn_prefill.log" 2>&1
+  echo "rc $? $(( $(date +%s) - t0 )) s"; quiet < "$OUT/gdn_prefill.log" | grep -v "^  [a-z_.:0-9]*: [a-z]" | tail -32 | cut -c1-200
+  exit 0
+fi
 python3 scripts/config_variants.py $C7 /tmp/c8v "${V[@]}" | tee "$OUT/variants.txt"
 cp -r /tmp/c8v "$OUT/c8v"
 S="--solution $C7"; for f in /tmp/c8v/*.py; do S="$S --solution $f"; done
