@@ -9,13 +9,7 @@ set -u
 export PYTHONUNBUFFERED=1
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 start=$(date +%s)
-if [ "${SKIP_INSTALL:-0}" = 1 ] && [ -d /tmp/site/flashinfer ] && [ -d /tmp/fi-cache ]; then
-  echo "wheels already in /tmp/site (SKIP_INSTALL=1)"
-else
-  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site \
-    .whl/*.whl .whl-peers/c1/*.whl .whl-peers/c3/*.whl > "$OUT/install.txt" 2>&1 || echo "install FAILED (install.txt)"
-  rm -rf /tmp/fi-cache && cp -r .kernelcraft/flashinfer-cache /tmp/fi-cache
-fi
+source scripts/catalog_wheels.sh  # SKIP_INSTALL=1: kept where a script before this one filled /tmp/site
 export PYTHONPATH=/tmp/fi-cache:/tmp/site:$PWD/src FLASHINFER_DISABLE_JIT=1 KERNELCRAFT_CACHE=/tmp/kc_cache
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv | tee "$OUT/gpu.txt"
 python3 -c "import flashinfer, liger_kernel, fla; print('flashinfer', flashinfer.__version__)" 2>&1 | tail -1 | tee "$OUT/import.txt"

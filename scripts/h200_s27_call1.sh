@@ -21,12 +21,7 @@ TESTS=(tests/test_gpu_measure.py::test_a_numerical_failure_says_whether_the_call
        tests/test_gpu_measure.py::test_eval_lint_on_a_gpu_compiles_the_gpu_side)
 if [[ "$gpu" == *H200* ]] && [ "${GDN_FIRST:-0}" = 1 ]; then
   # device time short: gdn_prefill's H200 record first, then chain call 1's tasks in what is left
-  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site \
-    .whl/*.whl .whl-peers/c1/*.whl .whl-peers/c3/*.whl > "$OUT/install.txt" 2>&1 || echo "install FAILED (install.txt)"
-  rm -rf /tmp/fi-cache && cp -r .kernelcraft/flashinfer-cache /tmp/fi-cache
-  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site3 .whl-peers/c3q/*.whl \
-    > "$OUT/c3q_install.txt" 2>&1 && cp -r /tmp/site3/. /tmp/site/ && echo "c3q installed into /tmp/site" \
-    || echo "c3q install FAILED (c3q_install.txt)"
+  C3Q=1 source scripts/catalog_wheels.sh
   export PYTHONPATH=/tmp/fi-cache:/tmp/site:$PWD/src FLASHINFER_DISABLE_JIT=1 KERNELCRAFT_CACHE=/tmp/kc_cache
   nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv | tee "$OUT/gpu.txt"
   GDN=${GDN_FILES:-tasks/gdn_prefill/solutions/triton_chunk7.py}
@@ -50,9 +45,7 @@ if [[ "$gpu" == *H200* ]] && [ "${FORCE_H100_PLAN:-0}" != 1 ]; then
   echo "=== H200: chain call 1 (topk, silu_mul, gelu_tanh_mul; --confirm)"
   CONFIRM=--confirm DEADLINE=${CHAIN_DEADLINE:-300} OUT="$OUT/chain1" bash scripts/h200_s19_chain1.sh > "$OUT/chain1.txt" 2>&1
   tail -40 "$OUT/chain1.txt" | cut -c1-200  # chain1/out.tgz: its files
-  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site3 .whl-peers/c3q/*.whl \
-    > "$OUT/c3q_install.txt" 2>&1 && cp -r /tmp/site3/. /tmp/site/ && echo "c3q installed into /tmp/site" \
-    || echo "c3q install FAILED (c3q_install.txt)"
+  SKIP_INSTALL=1 C3Q=1 source scripts/catalog_wheels.sh  # chain1 filled /tmp/site; quack's small wheels beside
   export PYTHONPATH=/tmp/fi-cache:/tmp/site:$PWD/src FLASHINFER_DISABLE_JIT=1 KERNELCRAFT_CACHE=/tmp/kc_cache
   [ "${SKIP_TESTS:-0}" = 1 ] || { l=$(left); TESTS_S=$(( l < 200 ? l / 2 : 110 )) bash scripts/gpu_tests.sh "${TESTS[@]}"; }
   l=$(left)
