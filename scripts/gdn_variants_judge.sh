@@ -25,7 +25,7 @@ quiet() { grep -v "Warning\|warn(\|leaked\|nanobind"; }
 judge() {  # kernelcraft eval of $CMP and the given file, FLA beside, with the confirmation
   local l; l=$(left)
   echo "=== tasks/gdn_prefill $CMP $1 ($l s left)"; local t0; t0=$(date +%s)
-  timeout $(( l - 10 )) python3 -m kernelcraft eval tasks/gdn_prefill "$CMP" "$1" --device cuda --peers --budget-ms 50 \
+  timeout $(( l - 10 )) python3 -m kernelcraft eval tasks/gdn_prefill "$CMP" "$1" --device cuda --peers --budget-ms ${GDN_BUDGET:-50} \
     --confirm --json "$OUT/gdn_prefill.json" > "$OUT/gdn_prefill.log" 2>&1
   echo "rc $? $(( $(date +%s) - t0 )) s"; quiet < "$OUT/gdn_prefill.log" | grep -v "^  [a-z_.:0-9]*: [a-z]" | tail -32 | cut -c1-200
 }

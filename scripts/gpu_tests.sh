@@ -11,7 +11,7 @@ for t in "$@"; do
   left=$(( TESTS_S - ($(date +%s) - start) ))
   [ "$left" -lt 20 ] && { echo "skipped (time): $t" | tee -a "$OUT/gpu_tests/SUMMARY.txt"; continue; }
   lim=$(( left < 110 ? left : 110 ))
-  n=$(echo "$t" | sed 's/.*:://; s/[][]/_/g')
+  n=$(echo "$t" | sed 's/.*:://; s/[][]/_/g; s|/|_|g')  # a test id or a whole file (tests/x.py -> tests_x.py)
   t1=$(date +%s)
   timeout "$lim" python3 -m pytest -q -m gpu -rA -p no:cacheprovider "$t" > "$OUT/gpu_tests/$n.txt" 2>&1
   rc=$?

@@ -27,7 +27,7 @@ if [[ "$gpu" == *H200* ]] && [ "${GDN_FIRST:-0}" = 1 ]; then
   GDN=${GDN_FILES:-tasks/gdn_prefill/solutions/triton_chunk7.py}
   l=$(left); echo "=== tasks/gdn_prefill $GDN ($l s left)"; t0=$(date +%s)
   # shellcheck disable=SC2086
-  timeout $(( l - 10 )) python3 -m kernelcraft eval tasks/gdn_prefill $GDN --device cuda --peers --budget-ms 50 --confirm \
+  timeout $(( l - 10 )) python3 -m kernelcraft eval tasks/gdn_prefill $GDN --device cuda --peers --budget-ms ${GDN_BUDGET:-50} --confirm \
     --json "$OUT/gdn_prefill.json" > "$OUT/gdn_prefill.log" 2>&1
   echo "rc $? $(( $(date +%s) - t0 )) s"
   quiet < "$OUT/gdn_prefill.log" | grep -v "^  [a-z_.:0-9]*: [a-z]" | tail -30 | cut -c1-200
@@ -53,7 +53,7 @@ if [[ "$gpu" == *H200* ]] && [ "${FORCE_H100_PLAN:-0}" != 1 ]; then
     GDN=${GDN_FILES:-tasks/gdn_prefill/solutions/triton_chunk7.py}
     echo "=== tasks/gdn_prefill $GDN ($l s left)"; t0=$(date +%s)
     # shellcheck disable=SC2086
-    timeout $(( l - 10 )) python3 -m kernelcraft eval tasks/gdn_prefill $GDN --device cuda --peers --budget-ms 50 --confirm --json "$OUT/gdn_prefill.json" > "$OUT/gdn_prefill.log" 2>&1
+    timeout $(( l - 10 )) python3 -m kernelcraft eval tasks/gdn_prefill $GDN --device cuda --peers --budget-ms ${GDN_BUDGET:-50} --confirm --json "$OUT/gdn_prefill.json" > "$OUT/gdn_prefill.log" 2>&1
     echo "rc $? $(( $(date +%s) - t0 )) s"
     quiet < "$OUT/gdn_prefill.log" | grep -v "^  [a-z_.:0-9]*: [a-z]" | tail -30 | cut -c1-200
   else
