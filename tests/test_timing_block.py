@@ -184,3 +184,29 @@ def test_one_ptx_blocker_per_process_and_it_releases():
         b.release()
     torch.cuda.synchronize()
     assert time.perf_counter() - t0 < 0.5  # each spin ends when released, not at its read limit
+
+
+def test_the_judges_audit_of_a_remote_row_is_not_charged_to_its_wall_bound():
+    """A remote row's timed outputs are checked against the reference on some repetitions (gdn_prefill: 0.6 s a
+    check at 8192 tokens); that audit is the judge's, reported as ``uncharged_s``, and buys the row no fewer
+    repetitions. The same row reporting its audit as its own stops on the wall bound early."""
+    draw = random.Random(1)
+
+    class Audited(timing.Remote):
+        def __init__(self, report: bool):
+            self.report = report
+
+        def prepare(self, warmup, block=False):
+            return False, ""
+
+        def rep(self, rep):
+            t0 = time.perf_counter()
+            time.sleep(0.01)  # the judge's check of this call's outputs
+            self.uncharged_s = time.perf_counter() - t0 if self.report else 0.0
+            return draw.uniform(0.001, 0.1), None, None
+
+    kw = dict(budget_ms=10, min_reps=3, max_reps=60, warmup=0, ci_target=1e-9)
+    audited = timing.time_interleaved({}, "cpu", remote={"candidate": Audited(True)}, **kw)["candidate"]
+    charged = timing.time_interleaved({}, "cpu", remote={"candidate": Audited(False)}, **kw)["candidate"]
+    assert charged.stop == "wall" and charged.reps <= 5, charged  # 30 ms of wall: three or four 10 ms audits
+    assert audited.reps > 20, audited

@@ -39,8 +39,8 @@ confidence interval (distribution free, from order statistics) lies within ``ci_
 within one tick of the clock (the smallest gap between distinct samples: 32 ns for CUDA events on
 the H200), whichever is wider ("converged"), or once the wall time charged to it passes
 ``WALL_FACTOR x budget_ms`` ("wall": its samples plus an equal share of each repetition's flushes
-and host loop, which dominate short kernels); all stop at ``max_reps``. A brief row's calls are
-charged to no row, and a row that stopped costs the others nothing more: a slow baseline or
+and host loop, which dominate short kernels); all stop at ``max_reps``. A brief row's calls and the
+judge's checks of a remote row's timed outputs (``Remote.uncharged_s``) are charged to no row, and a row that stopped costs the others nothing more: a slow baseline or
 reference no longer cuts a fast candidate's timing short. Reported: the median, its confidence
 interval, the 25th/75th percentiles, the minimum, the count, and why the row stopped.
 """
@@ -352,7 +352,11 @@ class Remote:
 
     ``prepare(warmup, block)`` -> (graph used, graph error), ``block``: the clock's blocking kernel; ``rep(rep)`` -> (ms, tail_ms, noop_tail_ms),
     called once per repetition in the rotation's turn; the remote side decides on which repetitions
-    its no-op runs, and in which order (``noop_tail_ms`` None on the others)."""
+    its no-op runs, and in which order (``noop_tail_ms`` None on the others). ``uncharged_s``: the wall time of
+    the last ``rep`` that was the caller's audit rather than the row's turn (the judge checking a timed call's
+    outputs against its reference), left out of the row's wall bound."""
+
+    uncharged_s: float = 0.0
 
     def prepare(self, warmup: int, block: bool = False) -> tuple[bool, str]:
         raise NotImplementedError
@@ -462,9 +466,11 @@ def time_interleaved(fns: dict[str, Callable[[], object]], device: str, budget_m
             turn = order[k:] + order[:k]
         turn = [n for n in turn if n not in stops and not (n in brief and rep >= min_reps)]
         t0 = _perf_counter()
+        audit_ms = 0.0
         for n in turn:
             if n in remote:
                 ms, tail, noop_tail = remote[n].rep(rep)
+                audit_ms += 1e3 * getattr(remote[n], "uncharged_s", 0.0)
                 samples[n].append(ms)
                 if tail is not None:
                     remote_tails[n].append(tail)
@@ -477,7 +483,7 @@ def time_interleaved(fns: dict[str, Callable[[], object]], device: str, budget_m
         rep += 1
         active = [n for n in turn if n in charged]
         if active:
-            wall_ms = (_perf_counter() - t0) * 1e3 - sum(samples[n][-1] for n in turn if n in brief)
+            wall_ms = (_perf_counter() - t0) * 1e3 - audit_ms - sum(samples[n][-1] for n in turn if n in brief)
             share = max(0.0, wall_ms - sum(samples[n][-1] for n in active)) / len(active)
             for n in active:
                 charged[n] += samples[n][-1] + share
