@@ -34,10 +34,11 @@ def test_the_smallest_racy_loop_is_found_and_its_two_fixes_are_not(tmp_path):
 
 
 @pytest.mark.parametrize("name, racy", [("candidates/triton_chunk5.py", False), ("solutions/triton_chunk6.py", False),
-                                        ("solutions/triton_chunk7.py", False), ("candidates/triton_chunk8.py", False),
+                                        ("solutions/triton_chunk7.py", False), ("solutions/triton_chunk8.py", False),
+                                        ("candidates/triton_chunk9.py", False),
                                         ("candidates/triton_chunk4.py", True), ("candidates/triton_chunk2.py", False)])
 def test_gdn_prefill_candidates(name, racy, tmp_path):
-    """chunk5-8 run their Gram loops unpipelined (session 26 on); chunk4 (racy on the H100 in session 25)
+    """chunk5-9 run their Gram loops unpipelined (session 26 on); chunk4 (racy on the H100 in session 25)
     keeps the loop that raced; chunk2 (deterministic there) never had one."""
     axes = "total_seq_len=8192,num_seqs=1,len_cu_seqlens=2,num_q_heads=4,num_k_heads=4,num_v_heads=8,head_size=128"
     r = subprocess.run([sys.executable, "scripts/triton_regs.py", "tasks/gdn_prefill",
