@@ -5,8 +5,8 @@
 # On an H200: the catalog's chain call 1 under `--trusted-timing auto` with the confirmation (topk, silu_mul,
 # gelu_tanh_mul; scripts/h200_s19_chain1.sh), quack's small wheels installed beside (what chain call 2 did, so that
 # call 2 only stashes a cutlass part), session 26's two GPU tests (SKIP_TESTS=1: not; they passed on an H100 in
-# session 27), then gdn_prefill's H200 record of $GDN_FILES (default solutions/triton_chunk7.py, promoted after the
-# H100's 1.19x; `kernelcraft eval` with FLA and the confirmation). Calls 2-4: scripts/h200_s20_chain{2,3,4}.sh
+# session 27), then gdn_prefill's H200 record of $GDN_FILES (default solutions/triton_chunk8.py, promoted after the
+# H100's 1.17x under kc-timing/8, session 28; GDN_BUDGET=200 as that run; `kernelcraft eval` with FLA and the confirmation). Calls 2-4: scripts/h200_s20_chain{2,3,4}.sh
 # (PLACEMENT=0). On anything else (an H100): the two GPU tests, then scripts/gdn_s27_wu.sh (chunk7's `_wu` forms
 # split beside chunk6 and FLA, the best judged).
 set -u
@@ -24,7 +24,7 @@ if [[ "$gpu" == *H200* ]] && [ "${GDN_FIRST:-0}" = 1 ]; then
   C3Q=1 source scripts/catalog_wheels.sh
   export PYTHONPATH=/tmp/fi-cache:/tmp/site:$PWD/src FLASHINFER_DISABLE_JIT=1 KERNELCRAFT_CACHE=/tmp/kc_cache
   nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv | tee "$OUT/gpu.txt"
-  GDN=${GDN_FILES:-tasks/gdn_prefill/solutions/triton_chunk7.py}
+  GDN=${GDN_FILES:-tasks/gdn_prefill/solutions/triton_chunk8.py}
   l=$(left); echo "=== tasks/gdn_prefill $GDN ($l s left)"; t0=$(date +%s)
   # shellcheck disable=SC2086
   timeout $(( l - 10 )) python3 -m kernelcraft eval tasks/gdn_prefill $GDN --device cuda --peers --budget-ms ${GDN_BUDGET:-50} --confirm \
@@ -50,7 +50,7 @@ if [[ "$gpu" == *H200* ]] && [ "${FORCE_H100_PLAN:-0}" != 1 ]; then
   [ "${SKIP_TESTS:-0}" = 1 ] || { l=$(left); TESTS_S=$(( l < 200 ? l / 2 : 110 )) bash scripts/gpu_tests.sh "${TESTS[@]}"; }
   l=$(left)
   if [ "$l" -gt 90 ]; then
-    GDN=${GDN_FILES:-tasks/gdn_prefill/solutions/triton_chunk7.py}
+    GDN=${GDN_FILES:-tasks/gdn_prefill/solutions/triton_chunk8.py}
     echo "=== tasks/gdn_prefill $GDN ($l s left)"; t0=$(date +%s)
     # shellcheck disable=SC2086
     timeout $(( l - 10 )) python3 -m kernelcraft eval tasks/gdn_prefill $GDN --device cuda --peers --budget-ms ${GDN_BUDGET:-50} --confirm --json "$OUT/gdn_prefill.json" > "$OUT/gdn_prefill.log" 2>&1
