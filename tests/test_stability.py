@@ -156,3 +156,48 @@ def test_summary_counts_it_in_a_record_older_than_the_field(tmp_path):
     assert proc.returncode == 0, proc.stderr
     text = out.read_text()
     assert f"| fast | PASSED |  | {h.text} (1 unsettled) |" in text and "are bimodal (p75/p25 > 1.3)" in text
+
+
+def _cut(median: float, lo: float, hi: float, stop: str, reps: int = 5) -> dict:
+    return {"median_ms": median, "p25_ms": lo, "p75_ms": hi, "min_ms": lo, "reps": reps, "ci_low_ms": lo,
+            "ci_high_ms": hi, "stop": stop, "method": "cuda-graph+events+l2flush"}
+
+
+def test_a_comparison_cut_short_by_the_wall_bound_decides_nothing_where_the_intervals_overlap():
+    """kc-timing/7 gave gdn_prefill's rows 5 samples each, stopped on the wall bound: triton_chunk7 read 1.19x and
+    1.03x of FLA in two runs. A row cut short whose median's interval overlaps the fastest trusted row's leaves the
+    workload unsettled; a converged row, or intervals apart, decide."""
+    # rows over 50 us (no bimodal rule there): 8 sequences of 512 tokens, session 28's first H100 run
+    fla = ("peer:fla", _cut(0.1438, 0.1201, 0.1590, "wall"))
+    cand = _cut(0.1551, 0.1326, 0.1633, "wall")
+    note = stability.unsettled("triton_chunk7", cand, 0.1551, [fla])
+    assert "cut short by the wall bound (triton_chunk7 5 samples, peer:fla 5 samples)" in note, note
+    assert "0.1326-0.1633 ms overlaps peer:fla's 0.1201-0.1590" in note
+    # one side cut short is enough
+    assert "(peer:fla 5 samples)" in stability.unsettled("c", cand | {"stop": "converged"}, 0.1551, [fla])
+    # both converged: the same medians decide (intervals of converged rows are their own business)
+    assert stability.unsettled("c", cand | {"stop": "converged"}, 0.1551,
+                               [("peer:fla", fla[1] | {"stop": "converged"})]) == ""
+    # cut short, but its whole interval below the peer's: decided
+    assert stability.unsettled("c", _cut(0.1, 0.095, 0.11, "wall"), 0.1, [fla]) == ""
+    # only the fastest trusted row counts: a slow row cut short beside a converged fast one decides nothing here
+    fast = ("peer:a", _cut(0.030, 0.0299, 0.0301, "converged", 40))
+    assert stability.unsettled("c", _cut(0.2, 0.19, 0.21, "converged", 30), 0.2,
+                               [fast, ("peer:b", _cut(0.2, 0.1, 0.3, "wall"))]) == ""
+    # a CPU row is never judged
+    assert stability.unsettled("c", cand | {"method": "cpu-wall"}, 0.1551, [("p", fla[1] | {"method": "cpu-wall"})]) == ""
+
+
+def test_the_summary_flags_session_27s_five_sample_gdn_record_and_not_session_28s():
+    """Real records of the same kernels on an H100: results/h100/catalog-2026-12-07-s28/timing7/ (kc-timing/7, every
+    row 5 samples; written before the rule, its `unsettled` fields empty) and la/ (kc-timing/8, every row
+    converged)."""
+    def shown(path: str, name: str) -> str:
+        r = json.loads((ROOT / "results" / "h100" / "catalog-2026-12-07-s28" / path).read_text())
+        trusted = [s for s in r["solutions"] if s.get("role") != "candidate"]
+        return peers.headline(next(s for s in r["solutions"] if s["name"] == name), trusted).shown
+
+    old = shown("timing7/gdn_prefill.json", "triton_chunk7")
+    assert old.startswith("1.03x (") and "unsettled" in old and int(old.split("(")[1].split()[0]) >= 5, old
+    assert shown("la/gdn_prefill.json", "triton_chunk8") == "1.17x"
+    assert shown("la/kda_prefill.json", "triton_intra5") == "0.99x"

@@ -37,6 +37,12 @@ candidate would not. So a candidate's asymmetry is the median, over its workload
 or ahead of it by less than a speed-up, the comparison is unsettled too: the conditions differ by at least the
 gap, in the gap's direction. A miss against the asymmetry's direction (or a win against it) stands.
 
+Cut short: a row whose timing ended on its wall bound before its median converged (``stop`` "wall") has the
+confidence interval its few samples give. Before kc-timing/8 the tasks with a token-by-token reference (gdn_prefill,
+kda_prefill) had most rows at exactly 5 such samples (the interval is then the whole range), and one candidate read
+1.19x and 1.03x of FLA in two runs. Where the candidate or the fastest trusted row was cut short and their medians'
+intervals overlap, the comparison is unsettled.
+
 Unsettled workloads are recorded
 (``WorkloadResult.unsettled``), counted, kept out of promotion against a peer rule, and given no verdict by
 ``benchmarks/peer_targets.py``.
@@ -72,6 +78,35 @@ def bimodal(timing: Mapping | None) -> bool:
             and str(t.get("method", "")).startswith("cuda"))
 
 
+def cut_short(timing: Mapping | None) -> bool:
+    """A GPU row whose timing ended on its wall bound before its median converged (``stop`` "wall"): its
+    confidence interval is whatever its few samples give (the whole range at 5 or fewer)."""
+    t = timing or {}
+    return t.get("stop") == "wall" and str(t.get("method", "")).startswith("cuda")
+
+
+def _interval(timing: Mapping | None) -> tuple[float, float] | None:
+    t = timing or {}
+    lo, hi = t.get("ci_low_ms"), t.get("ci_high_ms")
+    return (lo, hi) if lo is not None and hi is not None and hi >= lo > 0 else None
+
+
+def _cut_short(name: str, timing: Mapping | None, trusted: list[tuple[str, Mapping | None]]) -> str:
+    """The candidate against the fastest trusted row, where either was cut short and their medians' 95% intervals
+    overlap: too few samples to tell them apart (kc-timing/7 records of slow-reference tasks: 5 samples a row)."""
+    timed = [(n, t) for n, t in trusted if (t or {}).get("median_ms") is not None]
+    if not timed or timing is None:
+        return ""
+    best, bt = min(timed, key=lambda x: x[1]["median_ms"])
+    a, b = _interval(timing), _interval(bt)
+    short = [(n, t) for n, t in ((name, timing), (best, bt)) if cut_short(t)]
+    if not short or a is None or b is None or a[1] < b[0] or b[1] < a[0]:
+        return ""
+    who = ", ".join(f"{n} {t.get('reps')} samples" for n, t in short)
+    return (f"timing cut short by the wall bound ({who}): {name}'s median interval {a[0]:.4f}-{a[1]:.4f} ms overlaps "
+            f"{best}'s {b[0]:.4f}-{b[1]:.4f}, so the comparison here decides nothing")
+
+
 def unsettled(name: str, timing: Mapping | None, latency_ms: float | None,
               trusted: Iterable[tuple[str, Mapping | None]], asymmetry: float | None = None) -> str:
     """Why the candidate ``name`` (its ``timing`` and median ``latency_ms``) against the ``trusted`` rows
@@ -89,7 +124,8 @@ def unsettled(name: str, timing: Mapping | None, latency_ms: float | None,
         return ("bimodal timing (" + ", ".join(f"{n} p75/p25 {x:.2f}" for n, x in bad)
                 + f" > {SPREAD_MAX}): the comparison here decides nothing")
     return (_placement(timing, latency_ms, trusted)
-            or _asymmetry(timing, latency_ms, trusted, asymmetry))
+            or _asymmetry(timing, latency_ms, trusted, asymmetry)
+            or _cut_short(name, timing, trusted))
 
 
 def _asymmetry(timing: Mapping | None, latency_ms: float | None, trusted: list[tuple[str, Mapping | None]],
@@ -170,3 +206,13 @@ def unsettled_at(name: str, workload, trusted_rows: Iterable, asymmetry: float |
     return unsettled(name, _get(workload, "timing"), _get(workload, "latency_ms"), [
         (_get(r, "name"), _get(w, "timing")) for r in trusted_rows for w in _get(r, "workloads") or []
         if _get(w, "uuid") == uuid and _get(w, "status") == "PASSED" and _get(w, "latency_ms")], asymmetry)
+
+
+def cut_short_at(name: str, workload, trusted_rows: Iterable) -> str:
+    """:func:`_cut_short` for a recorded workload (the summary's check of records written before the rule: their
+    ``unsettled`` says nothing about it)."""
+    uuid = _get(workload, "uuid")
+    return _cut_short(name, _get(workload, "timing"), [
+        (_get(r, "name"), _get(w, "timing")) for r in trusted_rows for w in _get(r, "workloads") or []
+        if _get(w, "uuid") == uuid and _get(w, "status") == "PASSED" and _get(w, "latency_ms")])
+

@@ -155,8 +155,11 @@ def _unsettled(row, trusted: list | None) -> int:
     asym = stability.asymmetry_ms(_get(row, "workloads") or [], trusted) if trusted is not None else None
     for w in _get(row, "workloads") or []:
         note = _get(w, "unsettled")
-        if note is None and trusted is not None and _get(w, "speedup_vs_best_peer") is not None:
-            note = stability.unsettled_at(_get(row, "name"), w, trusted, asym)
+        if trusted is not None and _get(w, "speedup_vs_best_peer") is not None:
+            if note is None:
+                note = stability.unsettled_at(_get(row, "name"), w, trusted, asym)
+            elif not note:  # recorded before the cut-short rule: that rule alone, on the recorded samples
+                note = stability.cut_short_at(_get(row, "name"), w, trusted)
         n += bool(note)
     return n
 

@@ -161,7 +161,8 @@ def summary_markdown(paths: list[Path], command: str) -> str:
          "speed of light over the solution's workloads (`-`: the record has none). \"(N unsettled)\": at N workloads",
          "the comparison decides nothing, because the candidate's timing samples, or a faster-looking trusted row's,",
          "are bimodal (p75/p25 > 1.3), or two short rows differ by less than one kernel's medians at other addresses",
-         "do (0.4 us: kernelcraft/measure/stability.py); the figure still counts them.", "",
+         "do (0.4 us), or one of the two was cut short by its wall bound and their medians' 95% intervals overlap",
+         "(kernelcraft/measure/stability.py); the figure still counts them.", "",
          "| task | record | best candidate | x best peer | best peers | x baseline |", "|---|---|---|---|---|---|"]
     body: list[str] = []
     for p, r in records:

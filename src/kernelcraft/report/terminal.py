@@ -54,7 +54,7 @@ def print_report(console: Console, report: EvalReport) -> None:
         if s.best_peers:
             best += f" ({escape(', '.join(s.best_peers))})"
         if s.unsettled_workloads:
-            best += f" [{s.unsettled_workloads} unsettled: bimodal, within placement noise or the run's asymmetry]"
+            best += f" [{s.unsettled_workloads} unsettled: bimodal, within placement noise or the run's asymmetry, or cut short]"
         t.add_row(escape(s.name), f"[{colors.get(s.status, 'red')}]{s.status}[/]", s.gate or "", best,
                   speed(s.speedup_vs_baseline), speed(s.speedup_vs_reference), f"{ok}/{len(s.workloads)}")
     console.print(t)
