@@ -476,3 +476,23 @@ def test_best_so_far_numbers_candidates_by_their_ids():
     assert xs == [2.0, 3.0, 4.0]
     lo, hi = ax.get_xlim()
     assert lo < 2 and hi > 4 and not lo < 1
+
+
+def test_eval_output_says_when_rows_were_cut_short_by_the_wall_bound():
+    """Real H100 records of the same gdn_prefill kernels: kc-timing/7's (every row 5 samples, most stopped on the
+    wall bound) gets a line saying so and what to do; kc-timing/8's (every row converged) none."""
+    from rich.console import Console
+
+    from kernelcraft.gauntlet.records import EvalReport
+    from kernelcraft.report.terminal import print_report
+
+    def lines(path: str) -> list[str]:
+        r = EvalReport.model_validate(json.loads((ROOT / "results" / "h100" / "catalog-2026-12-07-s28" / path).read_text()))
+        buf = io.StringIO()
+        print_report(Console(file=buf, width=200), r)
+        return [x for x in buf.getvalue().splitlines() if x.startswith("timing:")]
+
+    assert lines("timing7/gdn_prefill.json") == [
+        "timing: 20 of 27 timed rows stopped on their wall bound before converging (fewest samples 5); where their "
+        "intervals overlap the comparison is unsettled; a larger --budget-ms narrows them"]
+    assert lines("la/gdn_prefill.json") == []

@@ -61,6 +61,7 @@ def print_report(console: Console, report: EvalReport) -> None:
     if timed and report.solutions:
         console.print(latency_table(report))
         _timing_processes(console, report)
+        _cut_short(console, report)
     for s in report.solutions:
         if s.reason:
             console.print(f"[bold]{escape(s.name)}[/]: {s.status}" + (f" ({s.gate})" if s.gate else ""), highlight=False)
@@ -76,6 +77,23 @@ def print_report(console: Console, report: EvalReport) -> None:
                           "loop with tl.range(..., num_stages=1)", markup=False, highlight=False)
         elif lint.get("error"):
             console.print(f"{s.name}: static lint: {lint['error']}", markup=False, highlight=False)
+
+
+def _cut_short(console: Console, report: EvalReport) -> None:
+    """How many timed rows ended on their wall bound before their median converged (``timing.stop`` "wall"), and
+    with how few samples: where that is most rows, the comparison rests on a handful of samples (kc-timing/7's
+    gdn_prefill records: 5 per row) and a larger ``--budget-ms`` is the remedy."""
+    if not report.device.startswith("cuda"):
+        return
+    rows = [(s.name, w.timing) for s in report.solutions for w in s.workloads
+            if w.timing and w.timing.get("stop") not in (None, "", "brief")]
+    cut = [(n, t) for n, t in rows if t.get("stop") == "wall"]
+    if not cut:
+        return
+    fewest = min(t.get("reps") or 0 for _, t in cut)
+    console.print(f"timing: {len(cut)} of {len(rows)} timed rows stopped on their wall bound before converging "
+                  f"(fewest samples {fewest}); where their intervals overlap the comparison is unsettled; a larger "
+                  "--budget-ms narrows them", markup=False, highlight=False)
 
 
 def _timing_processes(console: Console, report: EvalReport) -> None:
