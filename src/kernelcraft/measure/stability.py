@@ -215,4 +215,3 @@ def cut_short_at(name: str, workload, trusted_rows: Iterable) -> str:
     return _cut_short(name, _get(workload, "timing"), [
         (_get(r, "name"), _get(w, "timing")) for r in trusted_rows for w in _get(r, "workloads") or []
         if _get(w, "uuid") == uuid and _get(w, "status") == "PASSED" and _get(w, "latency_ms")])
-

@@ -40,9 +40,10 @@ within one tick of the clock (the smallest gap between distinct samples: 32 ns f
 the H200), whichever is wider ("converged"), or once the wall time charged to it passes
 ``WALL_FACTOR x budget_ms`` ("wall": its samples plus an equal share of each repetition's flushes
 and host loop, which dominate short kernels); all stop at ``max_reps``. A brief row's calls and the
-judge's checks of a remote row's timed outputs (``Remote.uncharged_s``) are charged to no row, and a row that stopped costs the others nothing more: a slow baseline or
-reference no longer cuts a fast candidate's timing short. Reported: the median, its confidence
-interval, the 25th/75th percentiles, the minimum, the count, and why the row stopped.
+judge's checks of a remote row's timed outputs (``Remote.uncharged_s``) are charged to no row, and a
+row that stopped costs the others nothing more: a slow baseline or reference no longer cuts a fast
+candidate's timing short. Reported: the median, its confidence interval, the 25th/75th percentiles,
+the minimum, the count, and why the row stopped.
 """
 
 from __future__ import annotations
