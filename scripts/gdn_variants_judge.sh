@@ -34,15 +34,21 @@ mapfile -t V <<< "$VARIANTS"
 rm -rf "/tmp/$VDIR"
 python3 scripts/config_variants.py "$BASE" "/tmp/$VDIR" "${V[@]}" | tee "$OUT/variants.txt"
 cp -r "/tmp/$VDIR" "$OUT/$VDIR"
-S="--solution $BASE"; for f in /tmp/"$VDIR"/*.py; do S="$S --solution $f"; done
+S=""; [ "$BASE" != "$CMP" ] && S="--solution $BASE"  # BASE may be CMP itself (variants of the solution to beat)
+for f in /tmp/"$VDIR"/*.py; do S="$S --solution $f"; done
 echo "=== split ($(left) s left)"; t0=$(date +%s)
 # shellcheck disable=SC2086
 timeout $(( $(left) / 2 )) python3 scripts/gdn_prefill_split.py --task gdn_prefill --solution "$CMP" $S \
   --workloads 32bd0dca,b5716bbf,72e2d95a,40d01a26,c3ecd709,d790aa8b,7f152d68,8ecd103d,cc90ac47 --calls 10 \
   --out "$OUT/split.json" 2>&1 | quiet | grep -v "^  " | tee "$OUT/split.txt"
 echo "split: $(( $(date +%s) - t0 )) s"
-BEST=$(python3 scripts/split_best.py "$OUT/split.json" --exclude "$(basename "$CMP" .py)")
-[ -n "$BEST" ] || BEST=$BASE
+if [ "$BASE" = "$CMP" ]; then  # variants of the solution to beat: judge one only if the split says it leads
+  BEST=$(python3 scripts/split_best.py "$OUT/split.json" --exclude "$(basename "$CMP" .py)" --must-beat "$(basename "$CMP" .py)")
+  [ -n "$BEST" ] || { echo "no variant beat $(basename "$CMP" .py) in the split: no eval" | tee "$OUT/best.txt"; exit 0; }
+else
+  BEST=$(python3 scripts/split_best.py "$OUT/split.json" --exclude "$(basename "$CMP" .py)")
+  [ -n "$BEST" ] || BEST=$BASE
+fi
 echo "best $(basename "$BASE" .py) form: $BEST" | tee "$OUT/best.txt"
 judge "$BEST"
 echo "=== done in $(( $(date +%s) - start )) s"
