@@ -6,7 +6,8 @@
 # gelu_tanh_mul; scripts/h200_s19_chain1.sh), quack's small wheels installed beside (what chain call 2 did, so that
 # call 2 only stashes a cutlass part), session 26's two GPU tests (SKIP_TESTS=1: not; they passed on an H100 in
 # session 27), then gdn_prefill's H200 record of $GDN_FILES (default solutions/triton_chunk8.py, promoted after the
-# H100's 1.17x under kc-timing/8, session 28; GDN_BUDGET=200 as that run; `kernelcraft eval` with FLA and the confirmation). Calls 2-4: scripts/h200_s20_chain{2,3,4}.sh
+# H100's 1.17x under kc-timing/8, session 28; GDN_BUDGET=200 as that run; `kernelcraft eval` with FLA and the
+# confirmation). Calls 2-4: scripts/h200_s20_chain{2,3,4}.sh
 # (PLACEMENT=0). On anything else (an H100): the two GPU tests, then scripts/gdn_s27_wu.sh (chunk7's `_wu` forms
 # split beside chunk6 and FLA, the best judged).
 set -u
