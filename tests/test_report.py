@@ -196,11 +196,18 @@ def _summary_row(rec: dict, s: dict) -> str:
 
         trusted = [t for t in rec["solutions"] if _role(t) != "candidate"]
         # the record's own per-workload verdict where it has one (it counts the run's measured asymmetry, kc-timing/7
-        # records), else worked out from the samples with the candidate's asymmetry (older records)
+        # records), else worked out from the samples with the candidate's asymmetry (older records); a recorded
+        # "settled" written before the cut-short rule gets that rule alone (kc-timing/8, session 28)
         asym = stability.asymmetry_ms(s.get("workloads") or [], trusted)
-        n = sum(bool(w["unsettled"] if w.get("unsettled") is not None else
-                     w.get("speedup_vs_best_peer") is not None and stability.unsettled_at(s["name"], w, trusted, asym))
-                for w in s.get("workloads") or [])
+        n = 0
+        for w in s.get("workloads") or []:
+            note = w.get("unsettled")
+            if w.get("speedup_vs_best_peer") is not None:
+                if note is None:
+                    note = stability.unsettled_at(s["name"], w, trusted, asym)
+                elif not note:
+                    note = stability.cut_short_at(s["name"], w, trusted)
+            n += bool(note)
         head += f" ({n} unsettled)" if n else ""
     return f"| {s['name']} | {s['status']} | {s['gate'] or ''} | {head} | "
 
