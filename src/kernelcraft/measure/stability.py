@@ -202,16 +202,18 @@ def unsettled_at(name: str, workload, trusted_rows: Iterable, asymmetry: float |
     """:func:`unsettled` for the candidate ``name``'s ``workload`` against every trusted row's PASSED, timed
     result at the same workload, with the candidate's ``asymmetry`` (:func:`asymmetry_ms`, computed once over
     its workloads). Rows and workloads may be records' dicts or their pydantic models."""
+    return unsettled(name, _get(workload, "timing"), _get(workload, "latency_ms"), _timed_at(workload, trusted_rows),
+                     asymmetry)
+
+
+def _timed_at(workload, trusted_rows: Iterable) -> list[tuple[str, Mapping | None]]:
+    """(name, timing) of every trusted row PASSED and timed at ``workload``'s uuid."""
     uuid = _get(workload, "uuid")
-    return unsettled(name, _get(workload, "timing"), _get(workload, "latency_ms"), [
-        (_get(r, "name"), _get(w, "timing")) for r in trusted_rows for w in _get(r, "workloads") or []
-        if _get(w, "uuid") == uuid and _get(w, "status") == "PASSED" and _get(w, "latency_ms")], asymmetry)
+    return [(_get(r, "name"), _get(w, "timing")) for r in trusted_rows for w in _get(r, "workloads") or []
+            if _get(w, "uuid") == uuid and _get(w, "status") == "PASSED" and _get(w, "latency_ms")]
 
 
 def cut_short_at(name: str, workload, trusted_rows: Iterable) -> str:
     """:func:`_cut_short` for a recorded workload (the summary's check of records written before the rule: their
     ``unsettled`` says nothing about it)."""
-    uuid = _get(workload, "uuid")
-    return _cut_short(name, _get(workload, "timing"), [
-        (_get(r, "name"), _get(w, "timing")) for r in trusted_rows for w in _get(r, "workloads") or []
-        if _get(w, "uuid") == uuid and _get(w, "status") == "PASSED" and _get(w, "latency_ms")])
+    return _cut_short(name, _get(workload, "timing"), _timed_at(workload, trusted_rows))

@@ -494,7 +494,7 @@ def time_interleaved(fns: dict[str, Callable[[], object]], device: str, budget_m
                     stops[n] = "converged"
                 elif charged[n] > row_wall:
                     stops[n] = "wall"
-    unconverged = [n for n in ruled if not _converged(samples[n], budget_ms, ci_target)]
+    unconverged = [n for n in ruled if stops.get(n) != "converged" and not _converged(samples[n], budget_ms, ci_target)]
     out = {n: _summary(samples[n], methods.get(n, remote_methods.get(n, clock.method))) for n in measured}
     for n, t in out.items():
         t.stop, t.unconverged = ("brief" if n in brief else stops.get(n, "max_reps")), unconverged
