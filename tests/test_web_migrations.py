@@ -134,6 +134,30 @@ def test_concurrent_first_opens_do_not_collide(db_url):
     assert _revision(db_url) == head()
 
 
+def test_an_open_waits_for_another_process_holding_the_write_lock(tmp_path):
+    """CI once failed the test above: a process switching a new (rollback-journal) SQLite file to
+    WAL while another held its write lock got "database is locked" at once, SQLite's deadlock
+    avoidance skipping the busy handler. Here a separate process holds that lock on such a file
+    for 2 s; the open must wait it out and migrate, not fail."""
+    path = tmp_path / "held.db"
+    holder = subprocess.Popen([sys.executable, "-c", (
+        "import sqlite3, sys, time\n"
+        "c = sqlite3.connect(sys.argv[1], isolation_level=None)\n"
+        "c.execute('BEGIN IMMEDIATE'); c.execute('CREATE TABLE held(a)')\n"
+        "print('held', flush=True); time.sleep(2); c.execute('COMMIT')\n"), str(path)],
+        stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        led = Ledger(f"sqlite:///{path}")
+    finally:
+        holder.communicate(timeout=60)
+    assert holder.returncode == 0
+    assert _revision(f"sqlite:///{path}") == head()
+    with led.engine.connect() as c:
+        assert c.exec_driver_sql("PRAGMA journal_mode").scalar() == "wal"
+        assert "held" in sa.inspect(c).get_table_names()  # the other process's commit is kept
+
+
 def test_a_partial_ledger_is_refused_not_guessed(tmp_path):
     url = f"sqlite:///{tmp_path / 'odd.db'}"
     eng = sa.create_engine(url)

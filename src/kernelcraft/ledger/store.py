@@ -27,6 +27,28 @@ def default_url() -> str:
     return f"sqlite:///{path}"
 
 
+def wal_mode(cur, wait_s: float = 60.0) -> None:
+    """``PRAGMA journal_mode=WAL`` on a DB-API cursor, retried while the file is locked.
+
+    Switching a rollback-journal file to WAL needs its exclusive lock. While another process
+    holds the write lock (the first process migrating a new ledger does), SQLite answers
+    "database is locked" at once without calling the busy handler (deadlock avoidance), so the
+    connect timeout does not help; three processes opening one new ledger together met it in
+    CI. Retry for ``wait_s``, then raise SQLite's own error."""
+    import sqlite3
+    import time
+
+    deadline = time.monotonic() + wait_s
+    while True:
+        try:
+            cur.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as e:
+            if "locked" not in str(e) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.05)
+
+
 def _now() -> str:
     return dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
 
@@ -93,14 +115,17 @@ class Promotion(Base):
 class Ledger:
     def __init__(self, url: str | None = None):
         self.url = url or default_url()
-        self.engine = create_engine(self.url)
+        sqlite = self.url.startswith("sqlite")
+        # timeout: SQLite's busy handler waits up to 60 s for another process's write lock (a
+        # migration of the same new ledger, a loop committing) instead of pysqlite's 5 s.
+        self.engine = create_engine(self.url, connect_args={"timeout": 60} if sqlite else {})
         if self.engine.dialect.name == "sqlite":
             # WAL: a reader (ledger show) never blocks the writer; synchronous=FULL makes each
             # commit durable before the loop moves on, which is what --resume relies on.
             @event.listens_for(self.engine, "connect")
             def _pragmas(conn, _):
                 cur = conn.cursor()
-                cur.execute("PRAGMA journal_mode=WAL")
+                wal_mode(cur)
                 cur.execute("PRAGMA synchronous=FULL")
                 cur.execute("PRAGMA foreign_keys=ON")
                 cur.close()

@@ -72,6 +72,11 @@ def _migration_engine(engine: sa.Engine) -> tuple[sa.Engine, bool]:
     @sa.event.listens_for(mig, "connect")
     def _connect(dbapi_conn, _):
         dbapi_conn.isolation_level = None  # no implicit BEGIN/COMMIT from the driver
+        from kernelcraft.ledger.store import wal_mode
+
+        cur = dbapi_conn.cursor()
+        wal_mode(cur)  # a new ledger is created in WAL, as the Ledger's own connections expect
+        cur.close()
 
     @sa.event.listens_for(mig, "begin")
     def _begin(conn):
