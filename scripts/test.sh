@@ -8,8 +8,10 @@
 #   - Chromium (Debian: apt-get install chromium): tests/test_web_browser.py (Playwright drives it).
 #   - flashinfer-bench (pip install --no-deps flashinfer-bench==0.1.2 docstring-parser): the trace
 #     and dataset round trips of tests/test_interop_fib.py and tests/test_export.py.
+#   - flash-linear-attention in a folder of its own (pip install --no-deps --target .kernelcraft/fla-interpreted
+#     fla-core==0.6.0 flash-linear-attention==0.6.0 einops): tests/test_peers_fla_interpreted.py.
 #   - a CUDA GPU: the tests marked `gpu`.
-# KC_TEST_REQUIRE_ALL=1 (.ci/run sets it) makes a missing PostgreSQL, Chromium or flashinfer-bench an
+# KC_TEST_REQUIRE_ALL=1 (.ci/run sets it) makes a missing PostgreSQL, Chromium, flashinfer-bench or FLA an
 # error instead of a skip: in CI those tests must run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -35,6 +37,13 @@ if [ -z "${KERNELCRAFT_CHROMIUM:-}" ]; then
   fi
 fi
 python -c "import flashinfer_bench.data" 2>/dev/null || missing+=("flashinfer-bench")
+# flash-linear-attention, installed alone in a folder (its interpreter tests put it on a subprocess's path only:
+# tests/test_peers_fla_interpreted.py says why)
+if [ -z "${KERNELCRAFT_FLA_PATH:-}" ] && [ -d .kernelcraft/fla-interpreted/fla ]; then
+  KERNELCRAFT_FLA_PATH=$PWD/.kernelcraft/fla-interpreted
+  export KERNELCRAFT_FLA_PATH
+fi
+[ -n "${KERNELCRAFT_FLA_PATH:-}" ] || python -c "import fla" 2>/dev/null || missing+=("flash-linear-attention")
 if [ ${#missing[@]} -gt 0 ]; then
   list=$(printf '%s, ' "${missing[@]}")
   if [ "${KC_TEST_REQUIRE_ALL:-0}" = 1 ]; then

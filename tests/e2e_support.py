@@ -31,8 +31,9 @@ def exported(tmp_path_factory) -> dict[str, Path]:
 # first imported; in the whole suite an earlier test has imported triton without it, so the tests that
 # run the kernels run in one pytest subprocess with TRITON_INTERPRET=1 and report back (run alone with
 # it, they run inline).
-def interpreted(test_file: str, names: tuple[str, ...], tmp_path_factory):
-    """None under TRITON_INTERPRET=1, else (junit cases by name, output tail) of ``names`` run in a subprocess."""
+def interpreted(test_file: str, names: tuple[str, ...], tmp_path_factory, extra_path: str | None = None):
+    """None under TRITON_INTERPRET=1, else (junit cases by name, output tail) of ``names`` run in a subprocess
+    (``extra_path``: a folder put first on the subprocess's PYTHONPATH, a library installed there alone)."""
     import os
     import subprocess
     import sys
@@ -45,8 +46,11 @@ def interpreted(test_file: str, names: tuple[str, ...], tmp_path_factory):
     base = tmp_path_factory.mktemp("interpreted")
     report = base / "report.xml"
     ids = [f"{Path(test_file).resolve()}::{name}" for name in names]
+    env = {**os.environ, "TRITON_INTERPRET": "1"}
+    if extra_path:
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (extra_path, os.environ.get("PYTHONPATH", "")) if p)
     run = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--basetemp", str(base / "t"),
-                          f"--junitxml={report}", *ids], env={**os.environ, "TRITON_INTERPRET": "1"}, cwd=ROOT,
+                          f"--junitxml={report}", *ids], env=env, cwd=ROOT,
                          capture_output=True, text=True, timeout=900)
     cases = {}
     if report.exists():

@@ -151,9 +151,13 @@ def _cpu_peers() -> list[Path]:
     return [p for p in peer_paths() if "cpu" in _literal_peer(p)[1]["devices"]]
 
 
-def check_peer_on_cpu(path: Path, run=None) -> list[str]:
+def check_peer_on_cpu(path: Path, run=None, cases: list[tuple[dict, list]] | None = None,
+                      errors: dict | None = None) -> list[str]:
     """Run a peer (its prepare first, if any) on small CPU workloads of its task; the reasons of
-    every check that did not pass, judged by the task's checker against the float64 reference."""
+    every check that did not pass, judged by the task's checker against the float64 reference,
+    and every input the peer modified. ``cases``: (axes, inputs) pairs to run instead of
+    SMALL_AXES' workloads drawn by make_inputs; ``errors`` gets each workload's worst absolute and
+    relative error (str(axes) -> (abs, rel))."""
     from kernelcraft.gauntlet.compare import compare, normalize_outputs
     from kernelcraft.task import load_task
     from kernelcraft.task.inputs import make_inputs
@@ -165,21 +169,24 @@ def check_peer_on_cpu(path: Path, run=None) -> list[str]:
     run = run or module.run
     namespace: dict = {}
     exec(compile(task.definition.reference, "<reference>", "exec"), namespace)  # noqa: S102 - the task's reference
+    if cases is None:
+        cases = [(axes, make_inputs(task, Workload(uuid=f"peer-test-{task_name}-{seed}", axes=axes), seed, "cpu"))
+                 for seed, axes in enumerate(SMALL_AXES[task_name])]
     failures = []
-    for seed, axes in enumerate(SMALL_AXES[task_name]):
-        w = Workload(uuid=f"peer-test-{task_name}-{seed}", axes=axes)
-        inputs = make_inputs(task, w, seed, "cpu")
+    for axes, inputs in cases:
         pristine = [a.clone() if isinstance(a, torch.Tensor) else a for a in inputs]
-        args = [a.clone() if isinstance(a, torch.Tensor) else a for a in inputs]
-        if hasattr(module, "prepare"):
-            args = list(module.prepare(*args))
+        passed = [a.clone() if isinstance(a, torch.Tensor) else a for a in inputs]
+        args = list(module.prepare(*passed)) if hasattr(module, "prepare") else passed
         got = normalize_outputs(run(*args), task.definition)
         up = [a.double() if isinstance(a, torch.Tensor) and a.is_floating_point() else a for a in pristine]
         ref = normalize_outputs(namespace["run"](*up), task.definition)
         check = compare(got, ref, task.definition, task.contract, task.definition.axis_values(axes), "cpu", pristine)
+        if errors is not None:
+            errors[str(axes)] = (check.max_abs_error, check.max_rel_error)
         if check.status != "PASSED":
             failures.append(f"{axes}: {check.status}: {check.reason}")
-        for name, a, b in zip(task.definition.inputs, inputs, pristine, strict=True):
+        # the tensors the peer was handed (``inputs`` itself never reaches it)
+        for name, a, b in zip(task.definition.inputs, passed, pristine, strict=True):
             if isinstance(a, torch.Tensor) and not torch.equal(a, b):
                 failures.append(f"{axes}: the peer modified its input {name!r}")
     return failures
@@ -197,6 +204,21 @@ def test_cpu_peer_check_rejects_a_wrong_peer():
     module = load_peer(path)
     failures = check_peer_on_cpu(path, run=lambda x, w, eps: module.run(x, w * 1.05, eps))
     assert failures and all("INCORRECT_NUMERICAL" in f for f in failures), failures
+
+
+def test_cpu_peer_check_rejects_a_peer_that_writes_its_input():
+    """Right outputs computed in place over an input: the input check above names it (it compares
+    the tensors the peer was handed, not copies it never saw)."""
+    path = TASKS / "rmsnorm" / "peers" / "torch.py"
+    module = load_peer(path)
+
+    def in_place(x, w, eps):
+        out = module.run(x, w, eps)
+        x.copy_(out)
+        return x
+
+    failures = check_peer_on_cpu(path, run=in_place)
+    assert failures == [f"{axes}: the peer modified its input 'hidden_states'" for axes in SMALL_AXES["rmsnorm"]], failures
 
 
 def test_a_peer_version_comes_from_the_distribution_that_provides_its_module():
