@@ -16,7 +16,7 @@ import pytest
 from export_support import TRITON, evaluated, kc, ledger_run
 from PIL import Image
 
-from conftest import ROOT
+from conftest import ROOT, TASKS
 
 H200 = ROOT / "results" / "h200"
 FROZEN = ROOT / "tests" / "fixtures" / "records" / "h200"  # real records that do not change (README there)
@@ -503,3 +503,32 @@ def test_eval_output_says_when_rows_were_cut_short_by_the_wall_bound():
         "timing: 20 of 27 timed rows stopped on their wall bound before converging (fewest samples 5); where their "
         "intervals overlap the comparison is unsettled; a larger --budget-ms narrows them"]
     assert lines("la/gdn_prefill.json") == []
+
+
+def test_summary_names_a_peer_the_task_has_now_that_the_record_never_ran(tmp_path):
+    """A record of the real H100 kda_prefill run (its one peer row: peer:fla), beside a copy of its task folder
+    that has a second peer file: the summary names the peer with no row, in the section and next to the headline.
+    The same record beside a folder with only its own peer names nothing; a folder that cannot be found, nothing."""
+    import shutil
+
+    rec = json.loads((ROOT / "results" / "h100" / "kda_prefill.json").read_text())
+    assert [s["name"] for s in rec["solutions"] if s.get("role") == "peer"] == ["peer:fla"]
+    task = tmp_path / "tasks" / "kc_test_kda"  # no such folder under the repository: found beside the record
+    task.mkdir(parents=True)
+    shutil.copy(TASKS / "kda_prefill" / "definition.json", task)
+    (task / "peers").mkdir()
+    shutil.copy(TASKS / "kda_prefill" / "peers" / "fla.py", task / "peers")
+    rec["task_dir"] = "tasks/kc_test_kda"
+    path = tmp_path / "results" / "kda_prefill.json"
+    path.parent.mkdir()
+    path.write_text(json.dumps(rec))
+    assert "with no row in this record" not in kc_summary(tmp_path, path)
+    shutil.copy(TASKS / "kda_prefill" / "peers" / "fla_recurrent.py", task / "peers")
+    text = kc_summary(tmp_path, path)
+    assert ("Peers of tasks/kc_test_kda/peers/ with no row in this record (added since, or left out of the run; its "
+            "best peer may be weaker than what a user runs today): peer:fla_recurrent.") in text
+    overview = next(line for line in text.splitlines() if line.startswith(f"| {rec['task']} |"))
+    assert "| 0.99x (not run: peer:fla_recurrent) |" in overview, overview
+    rec["task_dir"] = "tasks/kc_no_such_task"
+    path.write_text(json.dumps(rec))
+    assert "not run:" not in kc_summary(tmp_path, path)

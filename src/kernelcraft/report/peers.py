@@ -188,6 +188,26 @@ def unavailable(trusted: list | None, rows: list = ()) -> list[str]:
     return [f"{n}: {text}" for n, text in out.items()]
 
 
+def not_run(record_path, task_dir: str, rows: list) -> list[str]:
+    """Peers the task has now that the record has no row for: ``peers/*.py`` files of its task folder
+    whose ``peer:<name>`` is not among ``rows`` (not even SKIPPED). Such a peer was never measured
+    there (added to the task since, or the run was told to leave it out), so the record's best peer
+    may be weaker than what a user can run today: the linear-attention prefill tasks gained FLA's
+    fused recurrent kernel after their records. The folder is ``task_dir`` under the working
+    directory or under a folder holding the record; [] where it is not found."""
+    from pathlib import Path
+
+    if not task_dir:
+        return []
+    rel = Path(task_dir)
+    places = [rel] if rel.is_absolute() else [Path.cwd() / rel, *(d / rel for d in Path(record_path).resolve().parents)]
+    folder = next((d for d in places if (d / "definition.json").is_file()), None)
+    if folder is None:
+        return []
+    have = {_get(r, "name") for r in rows}
+    return [f"peer:{f.stem}" for f in sorted((folder / "peers").glob("*.py")) if f"peer:{f.stem}" not in have]
+
+
 def why(row) -> str:
     """Why a row gave no figure, in one line ("RUNTIME_ERROR: ..." when it failed, not SKIPPED)."""
     status = _get(row, "status")

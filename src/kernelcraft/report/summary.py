@@ -93,6 +93,10 @@ def _record(p: Path, r: EvalReport) -> tuple[list[str], list[str]]:
     gone = peers.unavailable(trusted, candidates)
     if gone or any(peers.role(t) == "peer" for t in trusted):
         L.append("Peers unavailable: " + ("; ".join(_cell(g) for g in gone) if gone else "none") + ".")
+    later = peers.not_run(p, r.task_dir, r.solutions)
+    if later:
+        L.append(f"Peers of {r.task_dir}/peers/ with no row in this record (added since, or left out of the run; its "
+                 f"best peer may be weaker than what a user runs today): {', '.join(later)}.")
     L.append("")
     L += ["| solution | status | gate | x best peer (geomean) | best peers | x baseline (geomean) | x reference | best sol "
           "| largest workload: latency ms (baseline ms) |",
@@ -138,7 +142,8 @@ def _record(p: Path, r: EvalReport) -> tuple[list[str], list[str]]:
         line = f"| {r.task} | `{p.name}` | (none passed) | - | - | - |"
     else:
         h = heads[best.name]
-        line = (f"| {r.task} | `{p.name}` | {best.name} | {h.shown} | {_cell(', '.join(h.peers)) or '-'} | "
+        shown = h.shown + (f" (not run: {', '.join(later)})" if later and h.value is not None else "")
+        line = (f"| {r.task} | `{p.name}` | {best.name} | {shown} | {_cell(', '.join(h.peers)) or '-'} | "
                 f"{_f(best.speedup_vs_baseline, '.2f')} |")
     return L, [line]
 
