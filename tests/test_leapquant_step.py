@@ -44,7 +44,13 @@ CASES = [("gdn_step_split.py", {}),  # the default: DOT + row loop (the H200's 5
          ("gdn_step_split.py", {"DOT": 0, "RB": 0, "BV": 32, "num_warps": 2}),  # FMA
          ("gdn_step_split.py", {"DOT": 1, "RB": 0}),
          ("gdn_step_split.py", {"FUSED": 1}),  # key side and rows in one program per pair
-         ("gdn_step_vsplit.py", {})]
+         ("gdn_step_vsplit.py", {}),
+         ("gdn_step_split2.py", {}),  # the key side in lighter programs, overlapped with the rows (one launch)
+         ("gdn_step_split2.py", {"OVERLAP": 0})]  # the same, two launches in series
+# (candidate, config) pairs whose outputs must be equal bit for bit: split2 changes where the key side is computed,
+# not what (a digit one bit off still meets the tolerances above, so this is the guard on the digits)
+SAME = [(("gdn_step_split2.py", {}), ("gdn_step_split.py", {})),
+        (("gdn_step_split2.py", {"OVERLAP": 0}), ("gdn_step_split.py", {}))]
 
 
 def _check(name: str, config: dict) -> str:
@@ -64,6 +70,21 @@ def _check(name: str, config: dict) -> str:
     return ""
 
 
+def _same(a: tuple[str, dict], b: tuple[str, dict]) -> str:
+    """"" when the two candidates' outputs are equal bit for bit on the same inputs (batch 3), else where not."""
+    from leapquant_step_sweep import _module, inputs
+
+    x = inputs(3, (H, HK, V, K, L, R), "cpu", seed=5, ab_scale=2.0)
+    outs = [_module(str(C / n), f"kc_lq_same_{i}_{n[:-3]}", c).run(**{k: v.clone() for k, v in x.items()})
+            for i, (n, c) in enumerate((a, b))]
+    bad = [i for i, (g, w) in enumerate(zip(*outs, strict=True)) if not torch.equal(g, w)]
+    return f"outputs {bad} differ" if bad else ""
+
+
+def _same_key(a: tuple[str, dict], b: tuple[str, dict]) -> str:
+    return f"same {a[0]} {json.dumps(a[1])} {b[0]} {json.dumps(b[1])}"
+
+
 @pytest.fixture(scope="module")
 def verdicts() -> dict:
     # The interpreter is chosen when a module's @triton.jit runs and cannot be switched inside a pytest worker that
@@ -80,5 +101,12 @@ def test_step_matches_the_float64_statement(name, config, verdicts):
     assert verdicts[f"{name} {json.dumps(config)}"] == "", verdicts
 
 
+@pytest.mark.parametrize("a,b", SAME, ids=[f"{a[0][:-3]}{a[1] or ''}" for a, _ in SAME])
+def test_split2_computes_what_split_computes_bit_for_bit(a, b, verdicts):
+    assert verdicts[_same_key(a, b)] == "", verdicts
+
+
 if __name__ == "__main__":  # the child of `verdicts`
-    print(json.dumps({f"{n} {json.dumps(c)}": _check(n, c) for n, c in CASES}))
+    out = {f"{n} {json.dumps(c)}": _check(n, c) for n, c in CASES}
+    out.update({_same_key(a, b): _same(a, b) for a, b in SAME})
+    print(json.dumps(out))
