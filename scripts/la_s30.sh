@@ -20,7 +20,8 @@ SHAPES=${SHAPES:-1x1,2x1,4x1,8x1,16x1,32x1,64x1,128x1,256x1,16x4,64x8,256x16}
 sweep() {  # task, promoted, candidate
   local task=$1 promoted=$2 cand=$3
   echo "=== short sweep: $task ($(left) s left)"
-  timeout $(( $(left) / 4 )) python3 scripts/la_short_sweep.py --task "$task" --shapes "$SHAPES" --rep 50 \
+  local cap=$(( $(left) / 4 )); [ "$cap" -gt "${SWEEP_S:-100}" ] && cap=${SWEEP_S:-100}
+  timeout "$cap" python3 scripts/la_short_sweep.py --task "$task" --shapes "$SHAPES" --rep 50 \
     --impl "promoted=$promoted" --impl "r0=$cand:{\"RECUR_MAX_T\": 0}" --impl "r16=$cand:{\"RECUR_MAX_T\": 16}" \
     --impl "r64=$cand:{\"RECUR_MAX_T\": 64}" --impl "r64bv4=$cand:{\"RECUR_MAX_T\": 64, \"RECUR_BV\": 4}" \
     --impl "r64bv8=$cand:{\"RECUR_MAX_T\": 64, \"RECUR_BV\": 8}" --impl "r64bv16=$cand:{\"RECUR_MAX_T\": 64, \"RECUR_BV\": 16}" \
