@@ -13,7 +13,8 @@ Cases (lengths, heads): ordinary decays (dt_bias U(-6.9, -2.25)), `_s` ~exp(-49)
 (INTRA_ / PREP_GPU_PATH_ON_CPU); with CPU_TF32 (every product the GPU forms in TF32 gets truncated operands),
 with DIAG_PREC tf32x3 (diagonal blocks exact) and TB_BF16; candidates/triton_intra7.py as shipped (T <= 16 goes to
 its token-by-token `_recur`, longer inputs to intra5's chunked path), with RECUR_MAX_T 0 (always chunked), and
-`_recur` with the GPU's V-blocks on CPU (RECUR_BV_ON_CPU: the automatic BV; BV 16 without the prefetch).
+`_recur` with the GPU's V-blocks on CPU (RECUR_BV_ON_CPU: the automatic BV; BV 16 without the prefetch); intra7
+with WU_BF16 / TB_BF16 (its defaults: bf16 W / U products; also with CPU_TF32) and without them (= intra5).
 Cases `f` and `h`-`k` have T <= 16 (the `_recur` path). Each row: max |error| of output / new_state, whether every
 element meets the contract (atol / rtol), whether empty sequences keep their state bit for bit, and the largest
 difference from the first variant's result on the same inputs (intra4's when every variant runs).
@@ -57,6 +58,9 @@ VARIANTS = {
     "intra5_tf32emu_tbbf16": ("solutions/triton_intra5.py", {"CPU_TF32": True, "TB_BF16": True}),
     "intra7": ("candidates/triton_intra7.py", {}),
     "intra7_chunked": ("candidates/triton_intra7.py", {"RECUR_MAX_T": 0}),
+    "intra7_wubf16": ("candidates/triton_intra7.py", {"WU_BF16": True, "TB_BF16": True}),
+    "intra7_tf32wu": ("candidates/triton_intra7.py", {"WU_BF16": False, "TB_BF16": False}),
+    "intra7_wubf16_tf32emu": ("candidates/triton_intra7.py", {"WU_BF16": True, "TB_BF16": True, "CPU_TF32": True}),
     "intra7_gpubv": ("candidates/triton_intra7.py", {"RECUR_BV_ON_CPU": True}),
     "intra7_bv16_noprefetch": ("candidates/triton_intra7.py", {"RECUR_BV_ON_CPU": True, "RECUR_BV": 16,
                                                                "RECUR_PREFETCH": False}),

@@ -1,8 +1,9 @@
 """Chunked Kimi Delta Attention prefill for long inputs, one token-by-token launch for short ones:
-solutions/triton_intra5.py (every kernel, helper and buffer unchanged, its run() unchanged past the new branch)
-plus `_recur`, which runs the whole KDA recurrence in one launch. run() sends T = q.shape[0] <= RECUR_MAX_T
-(default 16; 0: never) to `_recur` alone, anything longer to intra5's six launches (_gate, _intra, _inv, _wu,
-_hstate, _out). T is the host's (a shape): no device sync. intra5's description is in its own docstring.
+solutions/triton_intra5.py (every kernel, helper and buffer unchanged but `_wu`'s bf16 products, item 3; its
+run() unchanged past the new branch) plus `_recur`, which runs the whole KDA recurrence in one launch. run() sends
+T = q.shape[0] <= RECUR_MAX_T (default 16; 0: never) to `_recur` alone, anything longer to intra5's six
+launches (_gate, _intra, _inv, _wu, _hstate, _out). T is the host's (a shape): no device sync. intra5's
+description is in its own docstring.
 
 Why: on an H100 intra5 is ahead of FLA's chunk_kda at long sequences but takes 0.0533 ms at the single_token
 workload (total_seq_len 1, num_seqs 1) against FLA's chunked 0.0387 ms: six launches and their scratch buffers
@@ -26,6 +27,41 @@ What changed
    gain RECUR_MAX_T (16; 0, 16, 32, 64), RECUR_BV (0 = automatic; 8, 16, 32, 64), RECUR_WARPS (1; 1, 2, 4),
    RECUR_PREFETCH (True; False), and the test-only RECUR_BV_ON_CPU (keep the GPU's BV on CPU; by default the
    interpreter takes BV = V, one program per (sequence, head), as intra5's scans do).
+3. WU_BF16 (new CONFIG / TUNABLES key, default True) and TB_BF16 (intra5's knob) now True, the long path's only
+   change: `_wu`'s W = T diag(beta) (exp(gamma) k^) and U = T diag(beta) v are bf16 x bf16 tensor-core products
+   with float32 sums (T diag(beta) stored bf16 by `_inv`, exp(gamma) k^ rounded to bf16, v bf16 as given) instead
+   of float32 operands (TF32) with a float32 tb. kd, qg, gl as before. Why: on an H100 intra5's `_wu` takes 250 us
+   at 8192 x 1 against FLA's recompute_w_u 181 us, which does these products in bf16; gdn_prefill's triton_chunk7
+   / chunk8 made the same change (WU_BF16, TB_BF16) and went ~1.01x -> 1.17x FLA. W and U are stored bf16 either
+   way. CPU: the operands are rounded to nearest bf16 (`_rne_bf16`) and multiplied in float32 (the interpreter's
+   bf16 tl.dot is wrong), so the CPU error is the GPU's rounding. `_wu`'s GPU branch loads v after storing W (one
+   bf16 tile fewer live across the first dot: 136 -> 126 registers at this CONFIG). WU_BF16 False with TB_BF16
+   False is intra5.
+   CPU check (2026-12-07, `TRITON_INTERPRET=1 PYTHONPATH=src python3 scripts/kda_prefill_cpu_check.py a a_s b c
+   c_s e g intra5 intra7_tf32wu intra7 intra5_tf32emu intra7_wubf16_tf32emu`): every element within the contract,
+   empty sequences bit for bit; max |error| output / new_state (2 heads; `_tf32emu`: CPU_TF32, the other kernels'
+   TF32 operands truncated as well, intra5's GPU estimate):
+       case  lengths (decays)               intra5            intra7 (CONFIG)   intra5 tf32emu    intra7 tf32emu
+       a     0, 3, 70                       7.95e-4 / 5.62e-3 7.95e-4 / 5.52e-3 7.95e-4 / 5.64e-3 7.95e-4 / 5.74e-3
+       a_s   0, 3, 70 (~exp(-49))           2.55e-4 / 2.04e-3 2.53e-4 / 2.38e-3 2.55e-4 / 2.18e-3 2.53e-4 / 2.38e-3
+       b     130                            7.69e-4 / 5.51e-3 7.69e-4 / 5.57e-3 7.69e-4 / 5.04e-3 7.69e-4 / 6.15e-3
+       c     1, 63, 64, 65, 0, 130          1.19e-3 / 6.32e-3 1.19e-3 / 7.25e-3 1.19e-3 / 6.66e-3 1.19e-3 / 8.08e-3
+       c_s   c's (~exp(-49))                2.97e-4 / 2.86e-3 4.02e-4 / 5.36e-3 3.59e-4 / 2.70e-3 4.02e-4 / 5.36e-3
+       e     130, 70 (beta ~1, no decay)    2.03e-3 / 2.39e-2 2.55e-3 / 2.39e-2 2.41e-3 / 2.39e-2 2.11e-3 / 2.28e-2
+       g     3, 70, 0, 130                  1.06e-3 / 4.53e-3 1.06e-3 / 5.06e-3 1.06e-3 / 4.75e-3 1.06e-3 / 5.08e-3
+   (contract: output atol 5e-3, state 5e-2, rtol 1.6e-2). intra7_tf32wu (WU_BF16 False, TB_BF16 False) equals
+   intra5 bit for bit (0 / 0) in every row; with _intra / _inv / _wu's GPU code paths on CPU (INTRA_ /
+   PREP_GPU_PATH_ON_CPU) b and e also pass. Strong decay (c_s) roughly doubles the state error (still ~1/10 of
+   atol); beta ~1 (e) raises the output error 2.0e-3 -> 2.6e-3 (half of atol).
+   Registers for sm_90 at 8192 x 1 (scripts/triton_regs.py, Triton 3.6; `_wu` never spills):
+       WU_BF16 TB_BF16   _wu registers / shared / blocks per SM   _inv registers / spills / shared / blocks per SM
+       False   False     125 / 32768 B / 4   (intra5)              168 / 8 B st, 8 B ld / 3136 B / 12  (intra5)
+       False   True      128 / 24576 B / 4                         185 / 0 / 7168 B / 10
+       True    False     133 / 16384 B / 3                         168 / 8 B st, 8 B ld / 3136 B / 12
+       True    True      126 / 16384 B / 4   (this CONFIG)         185 / 0 / 7168 B / 10  (this CONFIG)
+   (TB_BF16's bf16 stores cost `_inv` 17 registers and 4 KiB of shared memory, and drop its 8 B spill: one-warp
+   programs, 12 -> 10 blocks per SM.) **Not run on a GPU**: the expected gain is in `_wu` (half the tb bytes, bf16
+   MMA at twice TF32's rate, half the operand shared memory), to be timed against WU_BF16 False / TB_BF16 False.
 
 Defaults, from the register report below (no GPU run yet):
 * RECUR_WARPS 1. At one warp the [K] vectors' default blocked layout (4 consecutive channels a thread, 32
@@ -43,7 +79,8 @@ CPU check (Triton 3.9 interpreter, 2026-12-07; `TRITON_INTERPRET=1 PYTHONPATH=sr
 scripts/kda_prefill_cpu_check.py CASES intra5 intra7 intra7_chunked`): max |error| against the definition's
 float64 reference, output / new_state; every element within the contract (output atol 5e-3, state 5e-2, rtol
 1.6e-2) and empty sequences bit for bit in every row. intra7 = shipped CONFIG (these T <= 16 go to `_recur`);
-intra7_chunked = RECUR_MAX_T 0, identical to intra5 (0 / 0) in every row.
+intra7_chunked = RECUR_MAX_T 0, identical to intra5 (0 / 0) in every row (this table predates item 3: with
+WU_BF16 / TB_BF16 True, intra7_chunked is item 3's path; `_recur`'s column is unchanged, j rechecked).
     case   lengths (heads)            decays      intra5 (= intra7_chunked)   intra7 (_recur)
     f      1 (32)                     ordinary    1.0e-3 / 5.2e-3             9.6e-4 / 3.2e-6
     k32_s  1 (32)                     ~exp(-49)   2.3e-4 / 4.5e-3             1.2e-4 / 1.9e-7
@@ -59,8 +96,8 @@ intra7_chunked = RECUR_MAX_T 0, identical to intra5 (0 / 0) in every row.
 `_recur`'s output error is the bf16 rounding of the output (|output| <= ~0.4), its state error float32's.
 With the GPU's V-blocks on CPU (RECUR_BV_ON_CPU: the automatic BV 8, 16 or 32 x 32 programs; and BV 16 with
 RECUR_PREFETCH off) the results equal the BV = V run bit for bit (0 / 0) on f, h, j, j_e, k32_s. The T > 16 path
-is intra5's: intra7 (shipped CONFIG) against intra5 0 / 0 on `a` (0, 3, 70; 2 heads) and `c_s` (1, 63, 64, 65,
-0, 130; ~exp(-49)).
+is intra5's: intra7 (shipped CONFIG then) against intra5 0 / 0 on `a` (0, 3, 70; 2 heads) and `c_s` (1, 63, 64, 65,
+0, 130; ~exp(-49)); since item 3 that holds with WU_BF16 and TB_BF16 False (item 3's table).
 The gauntlet on a small copy of the task (tests/test_linear_attention.py::_small_copy with kda_prefill's
 workloads set to lengths [1], [0, 1, 5, 0, 7], [16], [3, 13] and [0, 40] at 32 heads; `TRITON_INTERPRET=1
 PYTHONPATH=src python3 -m kernelcraft eval <copy> tasks/kda_prefill/candidates/triton_intra7.py --device cpu
@@ -84,7 +121,8 @@ shared memory and threads; bar.sync / shfl.sync counted in the PTX (static):
     32   2      230        512 B   4          14        172
     32   4      128        512 B   4          14        94
     64   4      217        512 B   2          14        174    (2, 32)
-RECUR_PREFETCH off: 96 (BV 8, 1 warp), 79 (BV 16, 4 warps). intra5's kernels are unchanged (its table holds).
+RECUR_PREFETCH off: 96 (BV 8, 1 warp), 79 (BV 16, 4 warps). intra5's kernels are unchanged (its table holds) but
+`_wu` and `_inv` under item 3's defaults (item 3's table).
 
 **Not yet run on a GPU; estimate, not a measurement.** Single token: one launch that reads and writes the 2 MiB
 state once (~1.3 us of DRAM time at H100 bandwidth) plus one token's dependent arithmetic (a few hundred
@@ -104,14 +142,18 @@ import triton.language as tl
 TUNABLES = {"BV": [16, 32, 64], "GATE_BK": [32, 64, 128], "GATE_BC": [16, 32, 64], "GATE_STAGES": [1, 2, 3],
             "GATE_WARPS": [1, 2, 4], "INTRA_WARPS": [1, 2, 4], "INTRA_MAXNREG": [0, 128, 152, 168],
             "INTRA_BK": [16, 32, 64], "INTRA_STAGES": [1, 2], "DIAG_PREC": ["tf32", "tf32x3"],
-            "INV_WARPS": [1, 2, 4], "TB_BF16": [False, True], "WU_BK": [32, 64, 128], "WU_WARPS": [4, 8],
+            "INV_WARPS": [1, 2, 4], "TB_BF16": [False, True], "WU_BF16": [True, False], "WU_BK": [32, 64, 128],
+            "WU_WARPS": [4, 8],
             "SCAN_WARPS": [4, 8], "SCAN_STAGES": [2, 3], "SCAN_SPLIT_O": [True, False],
             "OUT_BV": [32, 64, 128], "OUT_WARPS": [4, 8],
             "RECUR_MAX_T": [0, 16, 32, 64], "RECUR_BV": [0, 8, 16, 32, 64], "RECUR_WARPS": [1, 2, 4],
             "RECUR_PREFETCH": [True, False]}
 CONFIG = {"BV": 0, "GATE_BK": 64, "GATE_BC": 16, "GATE_STAGES": 2, "GATE_WARPS": 2,
           "INTRA_WARPS": 1, "INTRA_MAXNREG": 0, "INTRA_BK": 16, "INTRA_STAGES": 1, "DIAG_PREC": "tf32",
-          "INV_WARPS": 1, "TB_BF16": False, "WU_BK": 64, "WU_WARPS": 4,
+          "INV_WARPS": 1, "WU_BK": 64, "WU_WARPS": 4,
+          # new in intra7: T diag(beta) stored bf16 (intra5's knob, default False there) and _wu's W / U products
+          # bf16 x bf16 with float32 sums (WU_BF16; False: intra5's float32 operands, TF32 on the GPU)
+          "TB_BF16": True, "WU_BF16": True,
           "SCAN_WARPS": 4, "SCAN_STAGES": 3, "SCAN_SPLIT_O": True, "OUT_BV": 64, "OUT_WARPS": 4,
           # new in intra7: T <= RECUR_MAX_T runs _recur alone (0: never); RECUR_BV 0 picks from N * H (see run)
           "RECUR_MAX_T": 16, "RECUR_BV": 0, "RECUR_WARPS": 1, "RECUR_PREFETCH": True,
@@ -516,12 +558,13 @@ def _stc(ptr, x, rows, end, h, col0, H: tl.constexpr, D: tl.constexpr, CPU_STORE
 @triton.jit
 def _wu(q_ptr, k_ptr, v_ptr, cu_ptr, gam_ptr, rq_ptr, rk_ptr, tb_ptr, w_ptr, u_ptr, qg_ptr, kd_ptr, gl_ptr,
         scale, N, H: tl.constexpr, K: tl.constexpr, BT: tl.constexpr, BC: tl.constexpr, BK: tl.constexpr,
-        BN: tl.constexpr, DOT: tl.constexpr, CPU_STORE: tl.constexpr, EMU: tl.constexpr):
+        BN: tl.constexpr, DOT: tl.constexpr, CPU_STORE: tl.constexpr, EMU: tl.constexpr,
+        WU_BF16: tl.constexpr):
     # columns kc .. kc + BK of W = T diag(beta) (exp(gamma) k^) and U = T diag(beta) v (K == V), of
     # kd = k^ exp(gamma_C - gamma), qg = scale q^ exp(gamma) (the exp(gamma) tile W's keys take) and
     # exp(gamma_C): one program per (column block, chunk, head), a chunk-head's blocks neighbouring programs;
     # [BT, BT] x [BT, BK] products (float32 operands at Triton's default precision, as triton_intra4's W and
-    # U). 1 / ||q||, 1 / ||k|| from _intra
+    # U; WU_BF16: bf16 x bf16, float32 sums, see the docstring). 1 / ||q||, 1 / ||k|| from _intra
     kc = tl.program_id(0) * BK
     h = tl.program_id(2)
     n, start, end = _chunk(cu_ptr, N, tl.program_id(1), BT, BN)
@@ -546,10 +589,23 @@ def _wu(q_ptr, k_ptr, v_ptr, cu_ptr, gam_ptr, rq_ptr, rk_ptr, tb_ptr, w_ptr, u_p
     kb = kn * eg
     # T diag(beta): its lower blocks (_inv wrote J <= I; the diagonal blocks' upper parts are 0)
     tb = tl.load(tb_ptr + (rows[:, None] * H + h) * BT + r[None, :],
-                 mask=m2 & ((r[None, :] // BC) <= (r[:, None] // BC)), other=0.0).to(tl.float32)
-    _stc(w_ptr, _mm(tb, kb, None, DOT, EMU), rows, end, h, kc, H, K, CPU_STORE)
-    vb = tl.load(v_ptr + tk, mask=m2, other=0.0).to(tl.float32)
-    _stc(u_ptr, _mm(tb, vb, None, DOT, EMU), rows, end, h, kc, H, K, CPU_STORE)
+                 mask=m2 & ((r[None, :] // BC) <= (r[:, None] // BC)), other=0.0)
+    if WU_BF16:  # CONFIG["WU_BF16"]: bf16 operands (tb already bf16 with TB_BF16, v bf16), float32 sums (FLA's)
+        if DOT and not CPU_STORE:
+            tb = tb.to(tl.bfloat16)
+            _stc(w_ptr, tl.dot(tb, kb.to(tl.bfloat16)), rows, end, h, kc, H, K, CPU_STORE)
+            vx = tl.load(v_ptr + tk, mask=m2, other=0.0).to(tl.bfloat16)
+            _stc(u_ptr, tl.dot(tb, vx), rows, end, h, kc, H, K, CPU_STORE)
+        else:  # the interpreter's tl.dot is wrong on bf16 operands: bf16-valued float32 (rounded to nearest)
+            tb = _rne_bf16(tb.to(tl.float32))
+            _stc(w_ptr, _mm(tb, _rne_bf16(kb), None, DOT), rows, end, h, kc, H, K, CPU_STORE)
+            vx = _rne_bf16(tl.load(v_ptr + tk, mask=m2, other=0.0).to(tl.float32))
+            _stc(u_ptr, _mm(tb, vx, None, DOT), rows, end, h, kc, H, K, CPU_STORE)
+    else:
+        tb = tb.to(tl.float32)
+        _stc(w_ptr, _mm(tb, kb, None, DOT, EMU), rows, end, h, kc, H, K, CPU_STORE)
+        vb = tl.load(v_ptr + tk, mask=m2, other=0.0).to(tl.float32)
+        _stc(u_ptr, _mm(tb, vb, None, DOT, EMU), rows, end, h, kc, H, K, CPU_STORE)
 
 
 @triton.jit
@@ -806,7 +862,8 @@ def run(q, k, v, state, A_log, a, dt_bias, b, cu_seqlens, scale):
     wbk = min(CONFIG["WU_BK"], K)
     _wu[(triton.cdiv(K, wbk), nc, H)](q, k, v, cu_seqlens, gam, rq, rk, tb, w, u, qg, kd, gl, float(scale), N,
                                        H=H, K=K, BT=BT, BC=BC, BK=wbk, BN=bn, DOT=dot, CPU_STORE=cpu,
-                                       EMU=cpu and CONFIG["CPU_TF32"], num_warps=CONFIG["WU_WARPS"])
+                                       EMU=cpu and CONFIG["CPU_TF32"], WU_BF16=CONFIG["WU_BF16"],
+                                       num_warps=CONFIG["WU_WARPS"])
     bv = CONFIG["BV"]
     split = CONFIG["SCAN_SPLIT_O"]
     if bv == 0:  # enough programs for the H200's 132 SMs, the widest tiles that still give them
