@@ -2,7 +2,8 @@
 # Session 30 (<= 560 s, any one-GPU kind). carry: [".whl", ".whl-peers/c1"]   command: DEADLINE=550 bash scripts/la_s30.sh
 # Short prefills (issue 23): FLA's fused recurrent kernels are peers now (tasks/{gdn,kda}_prefill/peers/
 # fla_recurrent.py, a user's pick at a few tokens); gdn chunk10 and kda intra7 add a one-launch token-by-token path
-# (`_recur`) below RECUR_MAX_T tokens. First scripts/la_short_sweep.py (do_bench, L2 cleared) of the promoted
+# (`_recur`) below RECUR_MAX_T tokens; intra7's long path also has `_wu` in bf16 (WU_BF16, TB_BF16), so its eval beside
+# intra5 reads the short path at the 1-token workload and the bf16 `_wu` at the others. First scripts/la_short_sweep.py (do_bench, L2 cleared) of the promoted
 # solution, the candidate at RECUR_MAX_T 0 / 16 / 64 and RECUR_BV choices beside both FLA peers at 1-256 tokens
 # (the crossover and the tile), then `kernelcraft eval --peers --budget-ms 200 --confirm` of each task's promoted
 # solution and candidate (holdout shapes with drawn cu_seqlens run for the first time on a GPU here).
