@@ -197,6 +197,8 @@ def not_run(record_path, task_dir: str, rows: list) -> list[str]:
     directory or under a folder holding the record; [] where it is not found."""
     from pathlib import Path
 
+    from kernelcraft.task.peers import peer_paths
+
     if not task_dir:
         return []
     rel = Path(task_dir)
@@ -205,7 +207,7 @@ def not_run(record_path, task_dir: str, rows: list) -> list[str]:
     if folder is None:
         return []
     have = {_get(r, "name") for r in rows}
-    return [f"peer:{f.stem}" for f in sorted((folder / "peers").glob("*.py")) if f"peer:{f.stem}" not in have]
+    return [f"peer:{f.stem}" for f in peer_paths(folder) if f"peer:{f.stem}" not in have]
 
 
 def why(row) -> str:

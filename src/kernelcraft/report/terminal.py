@@ -14,6 +14,7 @@ from rich.table import Table
 
 from kernelcraft.gauntlet.records import EvalReport
 from kernelcraft.measure.cpu import NOTE
+from kernelcraft.measure.stability import cut_short
 
 
 def fmt(x: float | None, spec: str = ".3f") -> str:
@@ -83,11 +84,9 @@ def _cut_short(console: Console, report: EvalReport) -> None:
     """How many timed rows ended on their wall bound before their median converged (``timing.stop`` "wall"), and
     with how few samples: where that is most rows, the comparison rests on a handful of samples (kc-timing/7's
     gdn_prefill records: 5 per row) and a larger ``--budget-ms`` is the remedy."""
-    if not report.device.startswith("cuda"):
-        return
     rows = [(s.name, w.timing) for s in report.solutions for w in s.workloads
             if w.timing and w.timing.get("stop") not in (None, "", "brief")]
-    cut = [(n, t) for n, t in rows if t.get("stop") == "wall"]
+    cut = [(n, t) for n, t in rows if cut_short(t)]
     if not cut:
         return
     fewest = min(t.get("reps") or 0 for _, t in cut)
