@@ -12,8 +12,14 @@ tile width) before an eval judges it; not a verdict (no fresh-input checks, no h
 kernelcraft.task.inputs.make_inputs, seed 1). Each implementation runs on the same inputs; its output and new
 state are compared with the first implementation's (max |difference|, a sanity check against a broken
 variant, not the contract's check), then timed with triton.testing.do_bench (its L2 clear before every call,
-median of --rep ms of calls). Prints one table (us) and writes --out after every shape, so a call's deadline
-that stops the rest keeps what was measured.
+median of --rep ms of calls: "us", the host's view, launch overhead included: a few-microsecond kernel behind a
+Python wrapper reads as the wrapper) and, with --graph (the default on a GPU), replayed from a CUDA graph the
+way the eval times it (kernelcraft.measure.timing: the graph captured once, each sample L2-flushed, the stream
+held by the blocking kernel until the replay is enqueued, median of --samples: "graph_us", the device's time).
+Session 30 (H100): do_bench read FLA's chunked GDN at 1 token as 691 us and chunk8 as 87 us; the eval's graph
+replays read 0.028 ms and 0.023 ms. Choose a crossover from "graph_us". Prints one table (us, graph us) and
+writes --out after every shape, so a call's deadline that stops the rest keeps what was measured; the record
+carries each file's sha256 and the torch / triton versions.
 """
 
 from __future__ import annotations
@@ -56,6 +62,9 @@ def main() -> None:
     ap.add_argument("--shapes", default="1x1,4x1,16x1,32x1,64x1,128x1,16x4,64x8")
     ap.add_argument("--rep", type=int, default=100, help="do_bench's rep (ms of calls per measurement)")
     ap.add_argument("--no-peers", action="store_true")
+    ap.add_argument("--graph", action=argparse.BooleanOptionalAction, default=True,
+                    help="also time CUDA-graph replays as the eval does (device time); GPU only")
+    ap.add_argument("--samples", type=int, default=30, help="graph replays timed per implementation and shape")
     ap.add_argument("--out", type=Path)
     ap.add_argument("--device", default="cuda", help="cpu: a smoke run under TRITON_INTERPRET=1 (one wall-clock call)")
     args = ap.parse_args()
@@ -77,8 +86,20 @@ def main() -> None:
         for p in sorted((task_dir / "peers").glob("*.py")):
             impls[f"peer:{p.stem}"] = _load(p, f"kc_short_peer_{p.stem}", {})
     cuda = args.device == "cuda"
+    import hashlib
+
+    files = {n: p for n, p, _ in args.impl} | {n: task_dir / "peers" / f"{n[5:]}.py" for n in impls if n.startswith("peer:")}
     result = {"gpu": torch.cuda.get_device_name() if cuda else "cpu", "task": args.task, "rep_ms": args.rep,
-              "impls": {n: f"{p}:{json.dumps(c)}" for n, p, c in args.impl}, "shapes": {}}
+              "impls": {n: f"{p}:{json.dumps(c)}" for n, p, c in args.impl},
+              "sha256": {n: hashlib.sha256(Path(p).read_bytes()).hexdigest() for n, p in files.items()},
+              "versions": {"torch": torch.__version__, "triton": triton.__version__, "python": sys.version.split()[0]},
+              "clock": "do_bench (us)" + (" + graph replays, blocked, L2-flushed (graph_us)" if cuda and args.graph else ""),
+              "shapes": {}}
+    graph_clock = None
+    if cuda and args.graph:
+        from kernelcraft.measure.timing import _CudaClock, capture, replay
+
+        graph_clock = _CudaClock("cuda", block=True)
     names = list(impls)
     print(f"{'shape':>10s} " + " ".join(f"{n[:14]:>14s}" for n in names), flush=True)
     for shape in args.shapes.split(","):
@@ -106,14 +127,32 @@ def main() -> None:
                     mod.run(*call_args)
                     ms = (time.perf_counter() - t0) * 1000
                 entry[name] = {"us": round(ms * 1000, 2), "max_diff_vs_first": diff}
+                if graph_clock is not None:
+                    g, _, err = capture(lambda mod=mod, call_args=call_args: mod.run(*call_args), "cuda")
+                    if g is None:
+                        entry[name]["graph_error"] = err
+                    else:
+                        for _ in range(args.samples):
+                            graph_clock.run(name, lambda g=g: replay(g), 1, block=True)
+                        samples = sorted(t for _, t in graph_clock.collect())
+                        entry[name]["graph_us"] = round(samples[len(samples) // 2] * 1000, 2)
+                        del g
             except Exception as e:  # noqa: BLE001 - a variant that fails is reported; the others still run
                 entry[name] = {"error": f"{type(e).__name__}: {str(e)[:300]}"}
         result["shapes"][shape] = entry
-        cells = [f"{entry[n]['us']:14.2f}" if "us" in entry[n] else f"{'error':>14s}" for n in names]
+        def cell(e: dict) -> str:
+            if "us" not in e:
+                return f"{'error':>14s}"
+            return f"{e['us']:.1f}/{e['graph_us']:.1f}".rjust(14) if "graph_us" in e else f"{e['us']:14.2f}"
+
+        cells = [cell(entry[n]) for n in names]
         print(f"{shape:>10s} " + " ".join(cells), flush=True)
         for nm in names:
             if "error" in entry[nm]:
                 print(f"    {nm}: {entry[nm]['error']}", flush=True)
+                continue
+            if "graph_error" in entry[nm]:
+                print(f"    {nm}: no graph ({entry[nm]['graph_error']})", flush=True)
             elif max(entry[nm]["max_diff_vs_first"]) > 0.05:
                 print(f"    {nm}: differs from {names[0]} by {entry[nm]['max_diff_vs_first']}", flush=True)
         result["date"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())

@@ -1253,7 +1253,10 @@ def _recur_tile(nh, V, sms):
     thread instead of 32) and adds only L2 reads of the same q / k rows; the reduction chain is the same."""
     bv = CONFIG["RECUR_BV"]
     if bv == 0:
-        bv = 4 if (V // 8) * nh < sms else 8  # BV 8 would leave SMs idle: BV 4
+        # H100, session 30 (scripts/la_s30.sh, do_bench): BV 8 led BV 4 at every nh timed, 8 to 64 (1 token
+        # 5.47 vs 6.03 us, 16 tokens 17.2 vs 19.6, 64 x 8 sequences 22.5 vs 25.5); BV 4 kept for nh >= 512
+        # (gdn_decode's H200 optimum from batch 64 up), not timed here
+        bv = 8 if nh < 512 else 4
     bv = min(bv, V)
     warps = CONFIG["RECUR_WARPS"] or 1
     return bv, warps

@@ -156,7 +156,7 @@ CONFIG = {"BV": 0, "GATE_BK": 64, "GATE_BC": 16, "GATE_STAGES": 2, "GATE_WARPS":
           "TB_BF16": True, "WU_BF16": True,
           "SCAN_WARPS": 4, "SCAN_STAGES": 3, "SCAN_SPLIT_O": True, "OUT_BV": 64, "OUT_WARPS": 4,
           # new in intra7: T <= RECUR_MAX_T runs _recur alone (0: never); RECUR_BV 0 picks from N * H (see run)
-          "RECUR_MAX_T": 16, "RECUR_BV": 0, "RECUR_WARPS": 1, "RECUR_PREFETCH": True,
+          "RECUR_MAX_T": 64, "RECUR_BV": 0, "RECUR_WARPS": 1, "RECUR_PREFETCH": True,
           # tests only: keep RECUR_BV (or its automatic choice) on CPU too, several V-blocks per (sequence, head)
           "RECUR_BV_ON_CPU": False,
           # tests only: run _intra's GPU code path (reference-point levels, tl.dot on fp32) on CPU tensors too
