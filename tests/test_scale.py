@@ -150,6 +150,39 @@ def test_gpu_slot_lets_checks_share_and_a_timing_wait_for_all_of_them():
     t.join()
 
 
+def test_a_wait_for_the_gpu_slot_runs_out_and_names_who_holds_it():
+    """A job's thread waiting for the slot reads nothing from its worker, so the wait has its own bound:
+    it returns False once the bound has passed, says who held the GPU, and leaves no trace (a timed-out
+    exclusive request no longer keeps checks out)."""
+    import threading
+    import time
+
+    slot = pool.GpuSlot()
+    assert slot.acquire_exclusive(1.0, "chunk10 (candidate)")
+    t0 = time.monotonic()
+    assert not slot.acquire_shared(0.2, "peer:fla (peer)")
+    assert 0.2 <= time.monotonic() - t0 < 2.0
+    assert slot.describe() == "timing alone: chunk10 (candidate)"
+    slot.release_exclusive()
+    assert slot.describe() == "nobody holds it"
+    assert slot.acquire_shared(1.0, "a") and slot.acquire_shared(1.0, "b")
+    assert not slot.acquire_exclusive(0.2, "c")  # two checks hold it
+    assert slot.describe() == "checking: a, b"  # c's wait left nothing behind
+    assert slot.acquire_shared(0.2, "d")  # no exclusive waiter keeps d out any more
+    waiting = threading.Thread(target=slot.acquire_exclusive, args=(5.0, "e"))
+    waiting.start()
+    deadline = time.monotonic() + 5
+    while "waiting" not in slot.describe() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert slot.describe() == "checking: a, b, d; waiting to time alone: e"
+    assert not slot.acquire_shared(0.1, "f")  # e's wait keeps new checks out
+    for who in ("a", "b", "d"):
+        slot.release_shared(who)
+    waiting.join(5)
+    assert slot.describe() == "timing alone: e"
+    slot.release_exclusive()
+
+
 def test_a_request_for_the_gpu_is_accepted_once_and_may_come_during_a_quick_build():
     build = ("build", None)
     # a Python/Triton candidate's import runs inside a shared hold: the request precedes the build's result

@@ -30,6 +30,7 @@ workload one lane's throughput was the same, 38.2 candidates/min: results/h200x2
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
@@ -182,40 +183,91 @@ def shutdown_spares() -> None:
         _spares.clear()
 
 
+SLOT_WAIT_FACTOR = 3.0  # a job waits for the GPU slot at most this many times its phase's deadline
+
+
 class GpuSlot:
     """One device's GPU as the jobs of its lane share it: any number of *shared* holders (checking
     correctness) or one *exclusive* holder (timing), never both. A job waiting for the exclusive
-    hold keeps new shared holders out, so a timing is not starved by a stream of checks."""
+    hold keeps new shared holders out, so a timing is not starved by a stream of checks.
+
+    Waits take a ``timeout`` (None: forever) and return whether the hold was granted; ``who`` names the
+    job, so that a wait that runs out can say who held the GPU (``describe``). A job's thread that waits
+    here reads nothing from its worker meanwhile, so without a bound its own no-progress deadline never
+    fires: session 30's H100 evals of two Triton candidates stood still in correctness for 141-265 s while
+    the other rows waited in timing, and the record said only what had not finished."""
 
     def __init__(self) -> None:
         self._cond = threading.Condition()
         self._shared = 0
         self._exclusive = False
         self._waiting = 0  # jobs waiting for the exclusive hold
+        self._names: dict[str, list[str]] = {"shared": [], "exclusive": [], "waiting": []}
 
-    def acquire_shared(self) -> None:
+    def acquire_shared(self, timeout: float | None = None, who: str = "") -> bool:
+        end = None if timeout is None else time.monotonic() + timeout
         with self._cond:
             while self._exclusive or self._waiting:
-                self._cond.wait()
+                if not self._wait(end):
+                    return False
             self._shared += 1
+            self._names["shared"].append(who)
+        return True
 
-    def release_shared(self) -> None:
+    def release_shared(self, who: str = "") -> None:
         with self._cond:
             self._shared -= 1
+            self._drop("shared", who)
             self._cond.notify_all()
 
-    def acquire_exclusive(self) -> None:
+    def acquire_exclusive(self, timeout: float | None = None, who: str = "") -> bool:
+        end = None if timeout is None else time.monotonic() + timeout
         with self._cond:
             self._waiting += 1
-            while self._exclusive or self._shared:
-                self._cond.wait()
-            self._waiting -= 1
+            self._names["waiting"].append(who)
+            try:
+                while self._exclusive or self._shared:
+                    if not self._wait(end):
+                        return False
+            finally:
+                self._waiting -= 1
+                self._drop("waiting", who)
+                self._cond.notify_all()  # a check kept out by this wait may go on
             self._exclusive = True
+            self._names["exclusive"] = [who]
+        return True
 
     def release_exclusive(self) -> None:
         with self._cond:
             self._exclusive = False
+            self._names["exclusive"] = []
             self._cond.notify_all()
+
+    def describe(self) -> str:
+        """Who holds the GPU and who waits to time alone, in words (for a wait that ran out)."""
+        with self._cond:
+            parts = []
+            if self._names["exclusive"]:
+                parts.append(f"timing alone: {self._names['exclusive'][0] or '?'}")
+            if self._names["shared"]:
+                parts.append("checking: " + ", ".join(n or "?" for n in self._names["shared"]))
+            if self._names["waiting"]:
+                parts.append("waiting to time alone: " + ", ".join(n or "?" for n in self._names["waiting"]))
+            return "; ".join(parts) or "nobody holds it"
+
+    def _wait(self, end: float | None) -> bool:
+        if end is None:
+            self._cond.wait()
+            return True
+        left = end - time.monotonic()
+        if left <= 0:
+            return False
+        self._cond.wait(left)
+        return True
+
+    def _drop(self, kind: str, who: str) -> None:
+        with contextlib.suppress(ValueError):
+            self._names[kind].remove(who)
 
 
 @dataclass
@@ -333,10 +385,12 @@ def run_job(job: Job, build_timeout_s: float, workload_timeout_s: float, spare_n
     cpu_t0 = 0.0  # the worker's CPU seconds at its last report
     answered: set[tuple[str, str | None]] = set()  # phases whose one result has arrived
 
+    who = f"{job.solution.get('name') or job.role} ({job.role})" if isinstance(job.solution, dict) else job.role
+
     def end_shared() -> None:
         """Give up this job's shared hold and book its interval."""
         nonlocal held
-        slot.release_shared()
+        slot.release_shared(who)
         out.slot_shared.append((since, time.monotonic()))
         held = ""
 
@@ -388,15 +442,29 @@ def run_job(job: Job, build_timeout_s: float, workload_timeout_s: float, spare_n
             elif kind == "ready":
                 t0 = time.monotonic()
                 if slot is not None:
+                    # bounded: while this thread waits it reads nothing from the worker, so the phase's own
+                    # deadline cannot fire; the jobs ahead are each bounded by theirs (GPU_DEPTH - 1 of them)
+                    bound = SLOT_WAIT_FACTOR * deadline
                     if len(msg) == 1:  # built: checks may share the GPU
-                        slot.acquire_shared()
-                        held, since = "shared", time.monotonic()
+                        granted = slot.acquire_shared(bound, who)
+                        kind_held = "shared"
                     else:  # ("ready", "timing"): alone on the GPU until the process has exited
                         if held == "shared":
                             end_shared()
-                        slot.acquire_exclusive()
-                        held, since = "exclusive", time.monotonic()
-                out.slot_wait_s += time.monotonic() - t0
+                        granted = slot.acquire_exclusive(bound, who)
+                        kind_held = "exclusive"
+                    out.slot_wait_s += time.monotonic() - t0
+                    if not granted:
+                        where = f"workload {phase[1]}" if phase[1] else phase[0]
+                        out.died_status, out.died_phase = "TIMEOUT", phase
+                        out.died = (f"waited {bound:g} s for the GPU ({'to time alone' if kind_held == 'exclusive' else 'to check'}) "
+                                    f"during {phase[0]} ({where}) and never got it: {slot.describe()}; the worker was "
+                                    "killed (a harness stall, not this solution's verdict: run it again with "
+                                    "`--no-overlap`: one job on the GPU at a time)")
+                        break
+                    held, since = kind_held, time.monotonic()
+                else:
+                    out.slot_wait_s += time.monotonic() - t0
                 try:
                     parent_conn.send(("go",))
                 except (OSError, ValueError):
