@@ -11,7 +11,7 @@
 # workload alone without peers, then with both FLA peers (gdn; gdn with --no-overlap: one job on the GPU at a time,
 # no slot sharing; kda); then gdn's whole eval with the peers. Since session 30 a job that waits for the GPU slot
 # past 3x its phase's deadline ends TIMEOUT naming who held the GPU (worker/pool.py GpuSlot.describe): with
-# `--timeout 20` that is 60 s, so these evals pass --timeout 20 to surface it inside their limits.
+# `--timeout 20` that is 60 s: the 1-token evals pass it to surface such a wait inside their limits.
 set -u
 export PYTHONUNBUFFERED=1
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
@@ -33,14 +33,14 @@ ev() {  # tag limit task file args...
   [ "$lim" -lt 30 ] && { echo "=== $tag: no time"; return; }
   echo "=== $tag ($(left) s left, limit $lim s)"; local t0; t0=$(date +%s)
   AT=$(( lim - 15 )) FILE="$OUT/stacks_$tag.txt" bash scripts/dump_stacks.sh "$lim" python3 -m kernelcraft eval "tasks/$task" "$file" \
-    --device cuda --no-calibrate --timeout 20 --json "$OUT/$tag.json" "$@" > "$OUT/$tag.log" 2>&1
+    --device cuda --no-calibrate --json "$OUT/$tag.json" "$@" > "$OUT/$tag.log" 2>&1
   echo "rc $? $(( $(date +%s) - t0 )) s"; grep -v "Warning\|warn(" "$OUT/$tag.log" | tail -14 | cut -c1-220
   [ -f "$OUT/stacks_$tag.txt" ] && echo "   (stacks: stacks_$tag.txt)"
 }
-ev gdn_one_alone 60 gdn_prefill $G --workload 7f152d68 --no-peers --no-timing --no-confirm
-ev gdn_one_peers 90 gdn_prefill $G --workload 7f152d68 --peers --budget-ms 50 --no-confirm
-ev gdn_one_noov 70 gdn_prefill $G --workload 7f152d68 --peers --budget-ms 50 --no-confirm --no-overlap
-ev kda_one_peers 110 kda_prefill $K --workload 5ab1502f --peers --budget-ms 50 --no-confirm
+ev gdn_one_alone 60 gdn_prefill $G --timeout 20 --workload 7f152d68 --no-peers --no-timing --no-confirm
+ev gdn_one_peers 90 gdn_prefill $G --timeout 20 --workload 7f152d68 --peers --budget-ms 50 --no-confirm
+ev gdn_one_noov 70 gdn_prefill $G --timeout 20 --workload 7f152d68 --peers --budget-ms 50 --no-confirm --no-overlap
+ev kda_one_peers 110 kda_prefill $K --timeout 20 --workload 5ab1502f --peers --budget-ms 50 --no-confirm
 ev gdn_all_peers 200 gdn_prefill $G --peers --budget-ms 100 --no-confirm
 echo "=== done in $(( $(date +%s) - start )) s"
 bash scripts/pack_out.sh
