@@ -26,11 +26,11 @@ S q: three shuffle reductions in series plus exp / log / sqrt), so a program's t
 is about filling the SMs without lengthening the chain. One warp: with 2 or 4 warps Triton 3.6 puts the warps
 along K (the [1, K] rows' layout wins), the state tile is converted to that layout before and after the loop,
 and every K reduction crosses warps through 2 KiB of shared memory and a barrier (3 convert_layout ops, smem
-2048 B in every multi-warp variant). BV 4 (64 registers) when BV 8 would leave SMs idle (nh = N x HV < 132 / 16:
-one sequence, nh 8: BV 8 gives 128 programs for 132 SMs, BV 4 gives 256, ~2 per SM on different schedulers,
-16 state elements a thread instead of 32: half the FMAs per step, the same shuffle chain); BV 8 (96 registers)
-from nh 16 up (>= 256 programs), gdn_decode's H200 optimum at small batch (BV 8 / 1 warp; BV 4 / 1 warp from
-batch 64 up). BV 16 / 1 warp (168 registers, 12 CTAs/SM) and up only by RECUR_BV. RECUR_MAX_T 16: the chain
+2048 B in every multi-warp variant). BV 8 (96 registers) below nh = N x HV 512, BV 4 (64 registers) from there
+(gdn_decode's H200 optimum: BV 8 / 1 warp at small batch, BV 4 / 1 warp from batch 64 up). The first form took
+BV 4 at one sequence (nh 8: 256 programs instead of 128 for 132 SMs, half the FMAs per step); session 30's H100
+sweep (scripts/la_s30.sh, do_bench, us) had BV 8 ahead at every shape timed: 1 token 5.47 vs 6.03, 16 tokens
+17.2 vs 19.6, 64 tokens 54.8 vs 65.5, 64 tokens in 8 sequences 22.5 vs 25.5. BV 16 / 1 warp (168 registers, 12 CTAs/SM) and up only by RECUR_BV. RECUR_MAX_T 16: the chain
 is ~T x (0.3-0.5 us); chunk8's four launches cost ~17-23 us at one token, so the crossover is expected between
 T 32 and 64 (RECUR_MAX_T 32 / 64 to be timed, see below).
 
@@ -1250,7 +1250,8 @@ def _recur_tile(nh, V, sms):
     a barrier each) and the state tile is converted before and after the loop. BV 4: 64 registers, 256 programs
     at one sequence (nh 8: ~2 per SM of the H200's 132, each SM's pair on different schedulers); BV 8: 96
     registers, for nh >= 16 (256 programs and up). A smaller BV halves the per-token FMAs (16 state elements a
-    thread instead of 32) and adds only L2 reads of the same q / k rows; the reduction chain is the same."""
+    thread instead of 32) and adds only L2 reads of the same q / k rows; the reduction chain is the same.
+    Session 30 (H100 sweep): BV 8 led BV 4 at every nh timed (8-64), so BV 8 up to nh 512, BV 4 above."""
     bv = CONFIG["RECUR_BV"]
     if bv == 0:
         # H100, session 30 (scripts/la_s30.sh, do_bench): BV 8 led BV 4 at every nh timed, 8 to 64 (1 token

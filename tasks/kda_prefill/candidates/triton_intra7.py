@@ -1,7 +1,7 @@
 """Chunked Kimi Delta Attention prefill for long inputs, one token-by-token launch for short ones:
 solutions/triton_intra5.py (every kernel, helper and buffer unchanged but `_wu`'s bf16 products, item 3; its
 run() unchanged past the new branch) plus `_recur`, which runs the whole KDA recurrence in one launch. run() sends
-T = q.shape[0] <= RECUR_MAX_T (default 16; 0: never) to `_recur` alone, anything longer to intra5's six
+T = q.shape[0] <= RECUR_MAX_T (default 64 since session 30; 0: never) to `_recur` alone, anything longer to intra5's six
 launches (_gate, _intra, _inv, _wu, _hstate, _out). T is the host's (a shape): no device sync. intra5's
 description is in its own docstring.
 
@@ -73,7 +73,10 @@ Defaults, from the register report below (no GPU run yet):
   token: 16 x 32 = 512, ~3.9 per SM of the H200's 132 and the H100's 132, i.e. about one warp per SM
   sub-partition, each with 8 x 16 B of state loads in flight per thread); 116 registers at BV 8, 162 at BV 16;
   BV 32 at one warp is 238 (too near 255 to be a default); BV 16 keeps N * H >= 64 at >= 512 programs.
-* RECUR_MAX_T 16 (as briefed): the crossover against the chunked path is a GPU measurement (see below).
+* RECUR_MAX_T 64 (16 as first briefed): session 30's H100 sweep (scripts/la_s30.sh, do_bench, us) had `_recur`
+  at 6.8 / 19.7 / 33.2 / 60.3 at 1 / 16 / 32 / 64 tokens and FLA's fused recurrent at 39.9-99.1 there; intra5's
+  six launches cost >= 0.053 ms of device time even at one token (session 28's graph replays), so `_recur` is
+  at least level with the chunked path up to 64 tokens on the device and ahead in an eager host's view.
 
 CPU check (Triton 3.9 interpreter, 2026-12-07; `TRITON_INTERPRET=1 PYTHONPATH=src python3
 scripts/kda_prefill_cpu_check.py CASES intra5 intra7 intra7_chunked`): max |error| against the definition's
