@@ -236,7 +236,11 @@ class RunnerClient:
             self.timed_out = True
             raise RunnerDied(f"made no progress within {timeout:g} s; it was killed", timeout=True) from None
         except wire.WireError as e:
-            if not self.alive() or "closed" in str(e):
+            # bytes that are no message are a protocol violation whether or not the runner has exited since
+            # (tests/fixtures/adversarial/forges_worker_stream.py writes them and exits at once: judged by
+            # whether its exit was seen first, it was REJECTED or RUNTIME_ERROR by a race, session 30 under load);
+            # only an end of the stream is a death
+            if "closed" in str(e):
                 raise RunnerDied(f"process {self._exit()}") from None
             raise ProtocolError(str(e)) from None
         for fd in fds:
