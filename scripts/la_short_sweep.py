@@ -99,8 +99,8 @@ def main() -> None:
     if cuda and args.graph:
         from kernelcraft.measure.timing import _CudaClock, block_default, capture, replay
 
-        # the eval's own default (KERNELCRAFT's blocking-kernel switch, off unless set): session 30's first graph
-        # sweep, with the blocker forced on, printed no row of either task within its 60 s on an H100
+        # the eval's own default (the blocking-kernel switch, off unless set): session 30's first graph sweep
+        # forced it on (and printed no row within its 60 s on a fresh H100, compiles included: not told apart)
         graph_blocked = block_default()
         graph_clock = _CudaClock("cuda", block=graph_blocked)
         result["graph_blocked"] = graph_blocked

@@ -194,8 +194,7 @@ class GpuSlot:
     Waits take a ``timeout`` (None: forever) and return whether the hold was granted; ``who`` names the
     job, so that a wait that runs out can say who held the GPU (``describe``). A job's thread that waits
     here reads nothing from its worker meanwhile, so without a bound its own no-progress deadline never
-    fires: session 30's H100 evals of two Triton candidates stood still in correctness for 141-265 s while
-    the other rows waited in timing, and the record said only what had not finished."""
+    fires and a holder that never lets go (a harness bug) would hold the whole evaluation with no verdict."""
 
     def __init__(self) -> None:
         self._cond = threading.Condition()
