@@ -152,8 +152,9 @@ def test_gpu_slot_lets_checks_share_and_a_timing_wait_for_all_of_them():
 
 def test_a_wait_for_the_gpu_slot_runs_out_and_names_who_holds_it():
     """A job's thread waiting for the slot reads nothing from its worker, so the wait has its own bound:
-    it returns False once the bound has passed, says who held the GPU, and leaves no trace (a timed-out
-    exclusive request no longer keeps checks out)."""
+    it returns False once the bound has passed with nothing moving on the slot, says who held the GPU, and
+    leaves no trace (a timed-out exclusive request no longer keeps checks out); a lane whose workers keep
+    talking (touch) keeps the wait going however long the holder takes."""
     import threading
     import time
 
@@ -180,7 +181,27 @@ def test_a_wait_for_the_gpu_slot_runs_out_and_names_who_holds_it():
         slot.release_shared(who)
     waiting.join(5)
     assert slot.describe() == "timing alone: e"
+    # a live lane (its workers' messages touch the slot) keeps a bounded wait going past its bound
+    stop = threading.Event()
+
+    def lively():
+        while not stop.is_set():
+            slot.touch()
+            time.sleep(0.02)
+
+    toucher = threading.Thread(target=lively, daemon=True)
+    toucher.start()
+    got = []
+    waiter = threading.Thread(target=lambda: got.append(slot.acquire_shared(0.3, "g")))
+    waiter.start()
+    time.sleep(0.9)  # three bounds, all of them alive
+    assert not got and "timing alone: e" in slot.describe()
     slot.release_exclusive()
+    waiter.join(5)
+    stop.set()
+    toucher.join(5)
+    assert got == [True] and slot.describe() == "checking: g"
+    slot.release_shared("g")
 
 
 def test_a_request_for_the_gpu_is_accepted_once_and_may_come_during_a_quick_build():

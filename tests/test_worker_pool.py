@@ -302,8 +302,8 @@ def test_a_compile_inside_the_candidates_graph_capture_keeps_the_hold(monkeypatc
 
 def test_a_job_that_never_gets_the_gpu_slot_ends_timeout_naming_the_holder(tmp_path):
     """A job's pool thread that waits for the GPU slot reads nothing from its worker, so the phase's own
-    no-progress deadline cannot end the wait; the wait's bound (SLOT_WAIT_FACTOR x that deadline) does,
-    with a TIMEOUT that names who held the GPU. Here another "job" holds it alone for the whole run: the
+    no-progress deadline cannot end the wait; the wait's bound (SLOT_WAIT_FACTOR x that deadline with nothing
+    moving on the lane) does, with a TIMEOUT that names who held the GPU. Here another "job" holds it alone for the whole run: the
     worker (a CPU job with the slot protocol on) builds, asks for the GPU and is refused in words."""
     import dataclasses
     import time
@@ -316,7 +316,8 @@ def test_a_job_that_never_gets_the_gpu_slot_ends_timeout_naming_the_holder(tmp_p
     out = pool.run_job(job, 4.0, 4.0, slot=slot)
     waited = time.monotonic() - t0
     assert out.died_status == "TIMEOUT", out
-    assert "waited 12 s for the GPU (to check)" in out.died and "timing alone: triton_other (candidate)" in out.died, out.died
+    assert "waited for the GPU (to check)" in out.died and "for 12 s nothing on its lane moved" in out.died, out.died
+    assert "timing alone: triton_other (candidate)" in out.died, out.died
     assert "--no-overlap" in out.died
     assert pool.SLOT_WAIT_FACTOR * 4.0 <= waited < 60, waited
     assert out.slot_wait_s >= pool.SLOT_WAIT_FACTOR * 4.0 - 0.1

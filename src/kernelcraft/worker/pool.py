@@ -183,7 +183,8 @@ def shutdown_spares() -> None:
         _spares.clear()
 
 
-SLOT_WAIT_FACTOR = 3.0  # a job waits for the GPU slot at most this many times its phase's deadline
+SLOT_WAIT_FACTOR = 3.0  # a job gives up waiting for the GPU slot after this many times its phase's deadline
+# without any sign of life from the jobs of its lane (a hold taken or given up, a message from any worker)
 
 
 class GpuSlot:
@@ -191,10 +192,13 @@ class GpuSlot:
     correctness) or one *exclusive* holder (timing), never both. A job waiting for the exclusive
     hold keeps new shared holders out, so a timing is not starved by a stream of checks.
 
-    Waits take a ``timeout`` (None: forever) and return whether the hold was granted; ``who`` names the
-    job, so that a wait that runs out can say who held the GPU (``describe``). A job's thread that waits
-    here reads nothing from its worker meanwhile, so without a bound its own no-progress deadline never
-    fires and a holder that never lets go (a harness bug) would hold the whole evaluation with no verdict."""
+    Waits take a ``timeout`` (None: forever) and return whether the hold was granted: the wait gives up once
+    ``timeout`` seconds pass with no activity on the slot (a hold taken or given up, or ``touch``: each job's
+    thread calls it for every message its worker sends), so a wait behind a long but live timing is never
+    cut, only one behind a lane where nothing moves. ``who`` names the job, so that a wait that gives up can
+    say who held the GPU (``describe``). A job's thread that waits here reads nothing from its worker
+    meanwhile, so without a bound its own no-progress deadline never fires and a holder that never lets go
+    (a harness bug) would hold the whole evaluation with no verdict."""
 
     def __init__(self) -> None:
         self._cond = threading.Condition()
@@ -202,43 +206,50 @@ class GpuSlot:
         self._exclusive = False
         self._waiting = 0  # jobs waiting for the exclusive hold
         self._names: dict[str, list[str]] = {"shared": [], "exclusive": [], "waiting": []}
+        self._activity = time.monotonic()  # the last hold taken or given up, or touch()
+
+    def touch(self) -> None:
+        """A sign of life from a job of this lane (its worker sent a message)."""
+        self._activity = time.monotonic()  # a float store: atomic, no lock needed
 
     def acquire_shared(self, timeout: float | None = None, who: str = "") -> bool:
-        end = None if timeout is None else time.monotonic() + timeout
         with self._cond:
             while self._exclusive or self._waiting:
-                if not self._wait(end):
+                if not self._wait(timeout):
                     return False
             self._shared += 1
+            self._activity = time.monotonic()
             self._names["shared"].append(who)
         return True
 
     def release_shared(self, who: str = "") -> None:
         with self._cond:
             self._shared -= 1
+            self._activity = time.monotonic()
             self._drop("shared", who)
             self._cond.notify_all()
 
     def acquire_exclusive(self, timeout: float | None = None, who: str = "") -> bool:
-        end = None if timeout is None else time.monotonic() + timeout
         with self._cond:
             self._waiting += 1
             self._names["waiting"].append(who)
             try:
                 while self._exclusive or self._shared:
-                    if not self._wait(end):
+                    if not self._wait(timeout):
                         return False
             finally:
                 self._waiting -= 1
                 self._drop("waiting", who)
                 self._cond.notify_all()  # a check kept out by this wait may go on
             self._exclusive = True
+            self._activity = time.monotonic()
             self._names["exclusive"] = [who]
         return True
 
     def release_exclusive(self) -> None:
         with self._cond:
             self._exclusive = False
+            self._activity = time.monotonic()
             self._names["exclusive"] = []
             self._cond.notify_all()
 
@@ -254,14 +265,16 @@ class GpuSlot:
                 parts.append("waiting to time alone: " + ", ".join(n or "?" for n in self._names["waiting"]))
             return "; ".join(parts) or "nobody holds it"
 
-    def _wait(self, end: float | None) -> bool:
-        if end is None:
+    def _wait(self, timeout: float | None) -> bool:
+        """One wait on the condition; False once ``timeout`` seconds have passed with no activity. touch()
+        does not notify, so a bounded wait wakes at least every second to look."""
+        if timeout is None:
             self._cond.wait()
             return True
-        left = end - time.monotonic()
+        left = self._activity + timeout - time.monotonic()
         if left <= 0:
             return False
-        self._cond.wait(left)
+        self._cond.wait(min(left, 1.0))
         return True
 
     def _drop(self, kind: str, who: str) -> None:
@@ -404,6 +417,8 @@ def run_job(job: Job, build_timeout_s: float, workload_timeout_s: float, spare_n
                 break
             try:
                 msg = decode(parent_conn.recv_bytes(MAX_MESSAGE_BYTES))
+                if slot is not None:
+                    slot.touch()  # this lane is alive: other jobs' bounded waits for the GPU go on
             except (EOFError, OSError):
                 proc.join(timeout=10)
                 out.died_status, out.died_phase = "RUNTIME_ERROR", phase
@@ -442,7 +457,8 @@ def run_job(job: Job, build_timeout_s: float, workload_timeout_s: float, spare_n
                 t0 = time.monotonic()
                 if slot is not None:
                     # bounded: while this thread waits it reads nothing from the worker, so the phase's own
-                    # deadline cannot fire; the jobs ahead are each bounded by theirs (GPU_DEPTH - 1 of them)
+                    # deadline cannot fire; it gives up only after SLOT_WAIT_FACTOR x that deadline in which
+                    # nothing on the lane moved (GpuSlot.touch: any worker's message)
                     bound = SLOT_WAIT_FACTOR * deadline
                     if len(msg) == 1:  # built: checks may share the GPU
                         granted = slot.acquire_shared(bound, who)
@@ -456,8 +472,8 @@ def run_job(job: Job, build_timeout_s: float, workload_timeout_s: float, spare_n
                     if not granted:
                         where = f"workload {phase[1]}" if phase[1] else phase[0]
                         out.died_status, out.died_phase = "TIMEOUT", phase
-                        out.died = (f"waited {bound:g} s for the GPU ({'to time alone' if kind_held == 'exclusive' else 'to check'}) "
-                                    f"during {phase[0]} ({where}) and never got it: {slot.describe()}; the worker was "
+                        out.died = (f"waited for the GPU ({'to time alone' if kind_held == 'exclusive' else 'to check'}) "
+                                    f"during {phase[0]} ({where}), and for {bound:g} s nothing on its lane moved: {slot.describe()}; the worker was "
                                     "killed (a harness stall, not this solution's verdict: run it again with "
                                     "`--no-overlap`: one job on the GPU at a time)")
                         break
