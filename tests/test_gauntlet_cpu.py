@@ -225,3 +225,36 @@ def test_interrupted_eval_keeps_what_it_recorded(small_tasks, tmp_path):
     assert [s["name"] for s in rep["solutions"]] == ["triton_tiled"]
     assert rep["solutions"][0]["status"] == "PASSED"
     assert rep["unfinished"] == ["never_returns"]  # the record says what the run never finished
+
+
+def test_a_contract_may_leave_the_reference_untimed(tmp_path):
+    """[timing] time_reference = false (gdn_prefill / kda_prefill: a token-by-token oracle whose speed nobody
+    compares against): every row is timed as before, the reference is never timed (no "x reference"), and
+    the default still times it, in the same run's terms."""
+    from kernelcraft.task.loader import load_task
+
+    from conftest import small_task
+
+    untimed = small_task("rmsnorm", tmp_path / "a")
+    contract = untimed / "contract.toml"
+    text = contract.read_text()
+    assert "time_reference" not in text
+    contract.write_text(text.replace("[timing]\n", "[timing]\ntime_reference = false\n") if "[timing]\n" in text
+                        else text + "\n[timing]\ntime_reference = false\n")
+    assert load_task(untimed).contract.timing.time_reference is False
+    assert load_task(TASKS / "gdn_prefill").contract.timing.time_reference is False
+    assert load_task(TASKS / "rmsnorm").contract.timing.time_reference is True
+    sol = untimed / "solutions" / "triton_rowwise.py"
+    rep = eval_json(untimed, sol, extra=("--time", "--no-peers"), tmp=tmp_path)
+    for s in rep["solutions"]:
+        if s["name"] == "baseline" or s["status"] == "SKIPPED":
+            continue
+        assert s["status"] == "PASSED", (s["name"], s["reason"])
+        assert s["speedup_vs_reference"] is None and s["speedup_vs_baseline"] > 0, s["name"]
+        for w in s["workloads"]:
+            assert w["latency_ms"] > 0 and w["baseline_latency_ms"] > 0
+            assert w["reference_latency_ms"] is None, w
+    timed = small_task("rmsnorm", tmp_path / "b")
+    rep = eval_json(timed, timed / "solutions" / sol.name, extra=("--time", "--no-peers"), tmp=tmp_path)
+    cand = next(s for s in rep["solutions"] if s["name"] == sol.stem)
+    assert all(w["reference_latency_ms"] > 0 for w in cand["workloads"]) and cand["speedup_vs_reference"] > 0

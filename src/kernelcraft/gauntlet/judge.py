@@ -788,7 +788,8 @@ class Judge:
             fns["candidate"] = self.subject.timed()
         if self.role != "baseline" and self.baseline is not None:
             fns["baseline"] = lambda: self.baseline(*shared)
-        fns["reference"] = lambda: self.reference(*shared)
+        if p.get("time_reference", True):  # the contract's [timing] time_reference
+            fns["reference"] = lambda: self.reference(*shared)
         beside_arena = None
         if timer is not None and self.beside:
             beside_arena = self._beside(fns, inputs)
@@ -828,7 +829,8 @@ class Judge:
         base = t["baseline"] if "baseline" in t else cand if self.role == "baseline" else None
         out = {"status": "PASSED", "gate": "timing", "latency_ms": cand.median_ms,
                "baseline_latency_ms": base.median_ms if base is not None else None,
-               "reference_latency_ms": t["reference"].median_ms, "timing": cand.to_dict()}
+               "reference_latency_ms": t["reference"].median_ms if "reference" in t else None,
+               "timing": cand.to_dict()}
         if timer is not None and not timer.trusted:
             out["timing"]["checked_reps"] = timer.checked
         beside = {n.removeprefix(BESIDE): t[n].median_ms for n in t if n.startswith(BESIDE) and t[n].median_ms}

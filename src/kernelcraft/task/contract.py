@@ -198,6 +198,10 @@ class TimingPolicy(_Strict):
     min_reps: int = Field(default=10, ge=1)
     max_reps: int = Field(default=1000, ge=1)
     warmup: int = Field(default=3, ge=1)
+    # time the task's reference beside each row ("x reference"). False where the reference is an oracle whose speed
+    # nobody compares against (a token-by-token loop): it is captured and replayed in every row's timing phase
+    # per workload (0.6-0.7 s a call at 8192 tokens of gdn_prefill on an H100), and timing runs one job at a time
+    time_reference: bool = True
 
 
 class Promotion(_Strict):
