@@ -246,9 +246,9 @@ def test_a_contract_may_leave_the_reference_untimed(tmp_path):
     assert load_task(TASKS / "rmsnorm").contract.timing.time_reference is True
     sol = untimed / "solutions" / "triton_rowwise.py"
     rep = eval_json(untimed, sol, extra=("--time", "--no-peers"), tmp=tmp_path)
-    for s in rep["solutions"]:
-        if s["name"] == "baseline" or s["status"] == "SKIPPED":
-            continue
+    rows = [s for s in rep["solutions"] if s["name"] != "baseline" and s["status"] != "SKIPPED"]
+    assert [s["name"] for s in rows] == [sol.stem], [(s["name"], s["status"]) for s in rep["solutions"]]
+    for s in rows:
         assert s["status"] == "PASSED", (s["name"], s["reason"])
         assert s["speedup_vs_reference"] is None and s["speedup_vs_baseline"] > 0, s["name"]
         for w in s["workloads"]:
