@@ -25,6 +25,7 @@ carries each file's sha256 and the torch / triton versions.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import importlib.util
 import json
 import sys
@@ -86,8 +87,6 @@ def main() -> None:
         for p in sorted((task_dir / "peers").glob("*.py")):
             impls[f"peer:{p.stem}"] = _load(p, f"kc_short_peer_{p.stem}", {})
     cuda = args.device == "cuda"
-    import hashlib
-
     files = {n: p for n, p, _ in args.impl} | {n: task_dir / "peers" / f"{n[5:]}.py" for n in impls if n.startswith("peer:")}
     result = {"gpu": torch.cuda.get_device_name() if cuda else "cpu", "task": args.task, "rep_ms": args.rep,
               "impls": {n: f"{p}:{json.dumps(c)}" for n, p, c in args.impl},
@@ -97,12 +96,12 @@ def main() -> None:
               "shapes": {}}
     graph_clock = None
     if cuda and args.graph:
-        from kernelcraft.measure.timing import _CudaClock, block_default, capture, replay
+        from kernelcraft.measure.timing import block_default, capture, clock_for, replay
 
         # the eval's own default (the blocking-kernel switch, off unless set): session 30's first graph sweep
         # forced it on (and printed no row within its 60 s on a fresh H100, compiles included: not told apart)
         graph_blocked = block_default()
-        graph_clock = _CudaClock("cuda", block=graph_blocked)
+        graph_clock = clock_for("cuda", block=graph_blocked)
         result["graph_blocked"] = graph_blocked
     names = list(impls)
     print(f"{'shape':>10s} " + " ".join(f"{n[:14]:>14s}" for n in names), flush=True)

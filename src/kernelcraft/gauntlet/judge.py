@@ -788,7 +788,7 @@ class Judge:
             fns["candidate"] = self.subject.timed()
         if self.role != "baseline" and self.baseline is not None:
             fns["baseline"] = lambda: self.baseline(*shared)
-        if p.get("time_reference", True):  # the contract's [timing] time_reference
+        if p["time_reference"]:  # the contract's [timing] time_reference
             fns["reference"] = lambda: self.reference(*shared)
         beside_arena = None
         if timer is not None and self.beside:

@@ -30,7 +30,6 @@ workload one lane's throughput was the same, 38.2 candidates/min: results/h200x2
 
 from __future__ import annotations
 
-import contextlib
 import json
 import math
 import os
@@ -202,10 +201,10 @@ class GpuSlot:
 
     def __init__(self) -> None:
         self._cond = threading.Condition()
-        self._shared = 0
-        self._exclusive = False
-        self._waiting = 0  # jobs waiting for the exclusive hold
-        self._names: dict[str, list[str]] = {"shared": [], "exclusive": [], "waiting": []}
+        # the holders and waiters by name; their counts are the lists' lengths ("" for an unnamed job)
+        self._shared: list[str] = []
+        self._exclusive: list[str] = []  # at most one
+        self._waiting: list[str] = []  # jobs waiting for the exclusive hold
         self._activity = time.monotonic()  # the last hold taken or given up, or touch()
 
     def touch(self) -> None:
@@ -217,52 +216,46 @@ class GpuSlot:
             while self._exclusive or self._waiting:
                 if not self._wait(timeout):
                     return False
-            self._shared += 1
+            self._shared.append(who)
             self._activity = time.monotonic()
-            self._names["shared"].append(who)
         return True
 
     def release_shared(self, who: str = "") -> None:
         with self._cond:
-            self._shared -= 1
+            _remove_one(self._shared, who)
             self._activity = time.monotonic()
-            self._drop("shared", who)
             self._cond.notify_all()
 
     def acquire_exclusive(self, timeout: float | None = None, who: str = "") -> bool:
         with self._cond:
-            self._waiting += 1
-            self._names["waiting"].append(who)
+            self._waiting.append(who)
             try:
                 while self._exclusive or self._shared:
                     if not self._wait(timeout):
                         return False
             finally:
-                self._waiting -= 1
-                self._drop("waiting", who)
+                _remove_one(self._waiting, who)
                 self._cond.notify_all()  # a check kept out by this wait may go on
-            self._exclusive = True
+            self._exclusive = [who]
             self._activity = time.monotonic()
-            self._names["exclusive"] = [who]
         return True
 
     def release_exclusive(self) -> None:
         with self._cond:
-            self._exclusive = False
+            self._exclusive = []
             self._activity = time.monotonic()
-            self._names["exclusive"] = []
             self._cond.notify_all()
 
     def describe(self) -> str:
         """Who holds the GPU and who waits to time alone, in words (for a wait that ran out)."""
         with self._cond:
             parts = []
-            if self._names["exclusive"]:
-                parts.append(f"timing alone: {self._names['exclusive'][0] or '?'}")
-            if self._names["shared"]:
-                parts.append("checking: " + ", ".join(n or "?" for n in self._names["shared"]))
-            if self._names["waiting"]:
-                parts.append("waiting to time alone: " + ", ".join(n or "?" for n in self._names["waiting"]))
+            if self._exclusive:
+                parts.append(f"timing alone: {self._exclusive[0] or '?'}")
+            if self._shared:
+                parts.append("checking: " + ", ".join(n or "?" for n in self._shared))
+            if self._waiting:
+                parts.append("waiting to time alone: " + ", ".join(n or "?" for n in self._waiting))
             return "; ".join(parts) or "nobody holds it"
 
     def _wait(self, timeout: float | None) -> bool:
@@ -277,9 +270,14 @@ class GpuSlot:
         self._cond.wait(min(left, 1.0))
         return True
 
-    def _drop(self, kind: str, who: str) -> None:
-        with contextlib.suppress(ValueError):
-            self._names[kind].remove(who)
+
+def _remove_one(names: list[str], who: str) -> None:
+    """Take ``who`` off a holder list, or another entry where it is not there (a release that named no job
+    still gives up one hold, as the counter it replaces did)."""
+    if who in names:
+        names.remove(who)
+    elif names:
+        names.pop()
 
 
 @dataclass
@@ -397,7 +395,7 @@ def run_job(job: Job, build_timeout_s: float, workload_timeout_s: float, spare_n
     cpu_t0 = 0.0  # the worker's CPU seconds at its last report
     answered: set[tuple[str, str | None]] = set()  # phases whose one result has arrived
 
-    who = f"{job.solution.get('name') or job.role} ({job.role})" if isinstance(job.solution, dict) else job.role
+    who = f"{job.solution.get('name') or job.role} ({job.role})"
 
     def end_shared() -> None:
         """Give up this job's shared hold and book its interval."""
