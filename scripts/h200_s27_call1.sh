@@ -27,8 +27,9 @@ if [[ "$gpu" == *H200* ]] && [ "${GDN_FIRST:-0}" = 1 ]; then
   nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv | tee "$OUT/gpu.txt"
   GDN=${GDN_FILES:-tasks/gdn_prefill/solutions/triton_chunk8.py}
   l=$(left); echo "=== tasks/gdn_prefill $GDN ($l s left)"; t0=$(date +%s)
+  cap=$(( l - 10 )); [ -n "${GDN_CAP:-}" ] && [ "$cap" -gt "$GDN_CAP" ] && cap=$GDN_CAP  # leave the chain's tasks time
   # shellcheck disable=SC2086
-  timeout $(( l - 10 )) python3 -m kernelcraft eval tasks/gdn_prefill $GDN --device cuda --peers --budget-ms ${GDN_BUDGET:-50} --confirm \
+  timeout $cap python3 -m kernelcraft eval tasks/gdn_prefill $GDN --device cuda --peers --budget-ms ${GDN_BUDGET:-50} --confirm \
     --json "$OUT/gdn_prefill.json" > "$OUT/gdn_prefill.log" 2>&1
   echo "rc $? $(( $(date +%s) - t0 )) s"
   quiet < "$OUT/gdn_prefill.log" | grep -v "^  [a-z_.:0-9]*: [a-z]" | tail -30 | cut -c1-200
