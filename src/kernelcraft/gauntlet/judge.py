@@ -407,11 +407,14 @@ class _RemoteTimer(Remote):
         self.forced = set(forced)
         self.failure: dict | None = None
         self.checked = 0
+        self.last_fresh: list[Any] | None = None  # the inputs of the latest timed call, the judge's copy
 
     def prepare(self, warmup: int, block: bool = False) -> tuple[bool, str]:
         r = self.subject._ask("time", protocol.TimeReply, warmup=warmup, graphs=True, block=block)
         if r.error:
             raise Refused("RUNTIME_ERROR", r.error)
+        if r.finding:
+            raise Refused("REJECTED", "before timing: " + r.finding)
         self._ops(r.ops, "in the warm-up and capture before timing")
         return r.graph, r.graph_error
 
@@ -435,9 +438,12 @@ class _RemoteTimer(Remote):
         r = subject._ask("rep", protocol.RepReply, noop=noop, noop_first=bool((rep // NOOP_EVERY) % 2))
         if r.error:
             raise Refused("RUNTIME_ERROR", "during timing: " + r.error)
+        if r.finding:
+            raise Refused("REJECTED", f"in timed call {rep + 1}: {r.finding}")
         if r.ms is None:
             raise Refused("REJECTED", "[protocol] a timed call reported no time")
         self._ops(r.ops, f"in timed call {rep + 1}")
+        self.last_fresh = fresh
         check = rep in self.forced or self.rng.random() < CHECK_PROBABILITY
         self.uncharged_s = 0.0
         if check and self.failure is None and not self.trusted:
@@ -447,6 +453,11 @@ class _RemoteTimer(Remote):
         return r.ms, r.tail_ms, r.noop_tail_ms
 
     def _check(self, fresh: list[Any], rep: int) -> None:
+        # inputs are read-only in timed calls too: the trusted rows of the rotation read the same arena
+        mutated = self.judge._mutated(fresh, self.subject)
+        if mutated:
+            self.failure = {"status": "REJECTED", "gate": "timing", "reason": f"in timed call {rep + 1}: {mutated}"}
+            return
         c = self.subject._ask("collect", protocol.CollectReply)
         outputs, wrong = self.subject._outputs(c.outputs)
         self.checked += 1
@@ -578,8 +589,9 @@ class Judge:
         bad = {n: c for n, c in ops.items() if n not in allowed}
         return ", ".join(f"{n} x{c}" for n, c in sorted(bad.items(), key=lambda x: -x[1])[:8])
 
-    def _mutated(self, pristine: list[Any]) -> str:
-        for name, before, after in zip(self.d.inputs, pristine, self.subject.seen(), strict=True):
+    def _mutated(self, pristine: list[Any], subject: Any = None) -> str:
+        seen = (subject or self.subject).seen()
+        for name, before, after in zip(self.d.inputs, pristine, seen, strict=True):
             if isinstance(before, torch.Tensor) and not bitwise_equal(before, after)[0]:
                 return f"[input-mutation] the candidate modified its input {name!r} (inputs are read-only)"
         return ""
@@ -810,6 +822,11 @@ class Judge:
                 beside_arena.close()
         if timer is not None and timer.failure is not None:
             return timer.failure
+        if timer is not None and not timer.trusted and timer.last_fresh is not None:
+            # every timed call's inputs, not only the checked ones': the arena still holds the last call's
+            mutated = self._mutated(timer.last_fresh, subject)
+            if mutated:
+                return {"status": "REJECTED", "gate": "timing", "reason": "after the timed calls: " + mutated}
         cand = t["candidate"]
         if self.subject.audited and cand.escaped_ms is not None and \
                 cand.escaped_ms > ESCAPE_MS + ESCAPE_FRACTION * cand.median_ms:

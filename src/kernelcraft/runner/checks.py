@@ -199,24 +199,42 @@ def check_outputs(outputs: list[Any], output_names: list[str], inputs: list[Any]
 
 def hook_triton_launches(interpreted: bool) -> None:
     """Count Triton launches; on CPU also suspend the op audit for the interpreter's own aten copies
-    (it moves tensors to numpy and back: not the candidate's compute). Harness code, before the
-    candidate is imported."""
+    of the arguments (to the host and back: not the candidate's compute), never for the kernel's body.
+    Harness code, before the candidate is imported."""
     from torch.utils._python_dispatch import _disable_current_modes
 
     if interpreted:
         from triton.runtime import interpreter
 
-        launch = interpreter.GridExecutor.__call__
+        executor = interpreter.GridExecutor
+        launch = executor.__call__
         if getattr(launch, "_kc_hooked", False):
             return
+        copies = [n for n in ("_init_args_hst", "_restore_args_dev") if callable(getattr(executor, n, None))]
+        if len(copies) == 2:
+            # Only the interpreter's copies of the arguments to the host and back are not audited. The
+            # kernel's body stays audited: under the interpreter it is plain Python and could call torch
+            # (red team, session 31: the whole computation in torch, called from a @triton.jit body, hid
+            # from an audit suspended for the whole launch). A GPU build refuses such a body anyway.
+            for name in copies:
+                def unaudited(self, *args, _copy=getattr(executor, name), **kwargs):
+                    with _disable_current_modes():
+                        return _copy(self, *args, **kwargs)
 
-        def interpreted_launch(self, *args, **kwargs):
-            launches["triton"] += 1
-            with _disable_current_modes():
+                setattr(executor, name, unaudited)
+
+            def interpreted_launch(self, *args, **kwargs):
+                launches["triton"] += 1
                 return launch(self, *args, **kwargs)
+        else:  # an interpreter without those two steps: the whole launch unaudited, as before
+
+            def interpreted_launch(self, *args, **kwargs):
+                launches["triton"] += 1
+                with _disable_current_modes():
+                    return launch(self, *args, **kwargs)
 
         interpreted_launch._kc_hooked = True
-        interpreter.GridExecutor.__call__ = interpreted_launch
+        executor.__call__ = interpreted_launch
         return
     from triton.runtime import jit
 

@@ -112,20 +112,49 @@ def start(sock: socket.socket, device: str, scratch: str, caches: list[str], log
         os._exit(code)
 
 
+def _keys(d: dict) -> list[str]:
+    """A returned dict's keys for a message, read without calling any of their methods."""
+    return sorted(k if type(k) is str else f"<{type.__dict__['__name__'].__get__(type(k))}>" for k in dict.keys(d))
+
+
 def normalize(result: Any, names: list[str]) -> list[Any]:
-    """FlashInfer-Trace's value-returning forms -> a list in the definition's output order."""
+    """FlashInfer-Trace's value-returning forms -> a list in the definition's output order.
+
+    Read through the base types' own methods (``dict.__getitem__``, ``tuple.__iter__``): a subclass's
+    ``__getitem__`` or ``__iter__`` is candidate code, and what it returned at the return is what counts,
+    not what it would compute when the harness reads it later (red team, session 31: a dict whose
+    ``__getitem__`` launched the kernel left every timed call empty and did its work in ``collect``)."""
     if isinstance(result, dict):
-        missing = [n for n in names if n not in result]
+        missing = [n for n in names if not dict.__contains__(result, n)]
         if missing:
-            raise TypeError(f"returned dict lacks outputs {missing} (has {sorted(map(str, result))})")
-        return [result[n] for n in names]
+            raise TypeError(f"returned dict lacks outputs {missing} (has {_keys(result)})")
+        return [dict.__getitem__(result, n) for n in names]
     if isinstance(result, tuple | list):
-        if len(result) != len(names):
-            raise TypeError(f"returned {len(result)} values; the definition has {len(names)} outputs {names}")
-        return list(result)
+        values = list(tuple.__iter__(result) if isinstance(result, tuple) else list.__iter__(result))
+        if len(values) != len(names):
+            raise TypeError(f"returned {len(values)} values; the definition has {len(names)} outputs {names}")
+        return values
     if len(names) != 1:
         raise TypeError(f"returned one value; the definition has {len(names)} outputs {names}")
     return [result]
+
+
+PLAIN_VALUES = (bool, int, float, type(None))
+
+
+def not_plain(outputs: list[Any], names: list[str]) -> str:
+    """A finding when an output is not a plain torch.Tensor or Python number: reading any other object
+    (a tensor subclass's ``copy_``, a number's ``__float__``) runs candidate code after the timer stops."""
+    import torch
+
+    for name, out in zip(names, outputs, strict=False):
+        if type(out) is torch.Tensor or type(out) in PLAIN_VALUES:
+            continue
+        kind = type(out)
+        what = f"{type.__dict__['__module__'].__get__(kind)}.{type.__dict__['__name__'].__get__(kind)}"
+        return (f"[not-a-plain-tensor] output {name!r} is a {what}; outputs must be plain torch.Tensor objects "
+                "(or Python numbers) holding their values when the call returns")
+    return ""
 
 
 class Runner:
@@ -146,6 +175,8 @@ class Runner:
         self.input_names: list[str] = []
         self.output_names: list[str] = []
         self.timed = None  # (callable for one timed call, graph or None, captured return value)
+        self.rep_args: list[Any] | None = None  # an eager timed call's argument views, new for each rep
+        self.is_trusted = False
         self.clock = None
         self.block = False  # the timed turns behind a blocking kernel (the judge's prepare asks)
         self.last: list[Any] | None = None
@@ -244,6 +275,7 @@ class Runner:
 
         if self.fn is not None:
             return {"status": "REJECTED", "reason": "[protocol] a runner loads one solution"}
+        self.is_trusted = True  # a library's own threads (a compile pool) are not a candidate's
         solution = Solution.model_validate(msg["solution"])
         role = msg["role"]
         self.dps, self.language = False, solution.spec.language
@@ -387,8 +419,18 @@ class Runner:
                 args = list(self.prepare(*args))
             except BaseException as e:  # noqa: BLE001
                 return {"error": candidate_traceback(e)}
-        fn = (lambda: self.fn(*args, *[v for v in self.out_views if v is not None])) if self.dps \
-            else (lambda: self.fn(*args))
+        # A candidate's eager timed call gets new argument views each call (``rep`` makes them, outside
+        # the timer), as checked calls do: the same objects every timed call would tell it it is timed.
+        # A trusted peer's prepared arguments stay (its prepare runs once per placement).
+        self.rep_args = None
+        names = self.output_names
+
+        def fn():
+            a = args if self.rep_args is None else self.rep_args
+            if self.dps:
+                return self.fn(*a, *[v for v in self.out_views if v is not None])
+            # inside the timed call: a lazy container's work is timed and audited, not left for `collect`
+            return normalize(self.fn(*a), names)
         # The op audit watches the warm-up and the capture as it watches checks: a candidate that
         # falls back to torch compute only when it is about to be timed is seen doing it.
         audit = checks.OpAudit()
@@ -407,6 +449,9 @@ class Runner:
                 graph, returned, error = capture(fn, "cuda")
         except BaseException as e:  # noqa: BLE001
             return {"error": candidate_traceback(e)}
+        finding = "" if self.dps or returned is None else not_plain(returned, names)
+        if finding:
+            return {"error": "", "finding": finding + " (the captured call)", "ops": audit.ops}
         if graph is not None:
             from kernelcraft.measure.timing import replay
 
@@ -430,9 +475,14 @@ class Runner:
         return {"graph": graph is not None, "graph_error": error, "ops": audit.ops}
 
     def rep(self, msg: dict, fds: list[int]) -> dict:
+        from kernelcraft.runner import checks
         from kernelcraft.solution._traceback import candidate_traceback
 
         fn = self.timed[0]
+        eager = self.timed[1] is None
+        if eager and self.prepare is None:
+            self.rep_args = self._args()  # new views of the same memory, made before the timer starts
+        threads = checks.python_threads()
         try:
             # the no-op (the tail of a call that leaves nothing running) only on the reps the judge asks
             # for: a flushed, synchronized turn costs ~0.3 ms of host time whatever it runs
@@ -447,6 +497,13 @@ class Runner:
         tails = {n: t[-1] for n, t in self.clock.tails.items()} if self.clock.tails else {}
         out = {"ms": got["candidate"], "noop_ms": got.get("noop"), "tail_ms": tails.get("candidate"),
                "noop_tail_ms": tails.get("noop") if "noop" in got else None}
+        if eager and not self.dps:
+            out["finding"] = not_plain(self.timed[2][0], self.output_names)
+        now = checks.python_threads()
+        if not self.is_trusted and not out.get("finding") and now > threads:
+            # a thread started in a timed call could finish its outputs after the timer stops (Python threads
+            # only: the CUDA driver may start native ones of its own at a first replay)
+            out["finding"] = f"[threads] the timed call left {now - threads} more Python thread(s) running"
         if self.timed[1] is None:
             out["ops"], self.rep_audit.ops = dict(self.rep_audit.ops), {}
         return out
@@ -455,10 +512,10 @@ class Runner:
         _, graph, returned = self.timed
         if self.dps:
             outputs = list(self.out_views)
-        elif graph is not None:
-            outputs = normalize(returned, self.output_names)
-        else:
-            outputs = normalize(returned[0], self.output_names)
+        else:  # normalized inside the timed call already: a list, read as a list
+            outputs = list(list.__iter__(returned if graph is not None else returned[0]))
+            if not_plain(outputs, self.output_names):
+                return {"outputs": []}  # the rep reported it; nothing of it is read here
         return {"outputs": self._store(outputs)}
 
     def profile(self, msg: dict, fds: list[int]) -> dict:

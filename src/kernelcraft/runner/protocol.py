@@ -52,6 +52,7 @@ Ops = dict[Annotated[str, Field(max_length=200)], Annotated[int, Field(ge=0)]]
 
 class TimeReply(_Reply):
     error: Text = ""
+    finding: Text = ""  # the runner's own finding against its candidate (it can only reject)
     graph: bool = False
     graph_error: Text = ""
     ops: Ops = Field(default_factory=dict)
@@ -59,6 +60,7 @@ class TimeReply(_Reply):
 
 class RepReply(_Reply):
     error: Text = ""
+    finding: Text = ""
     ms: Ms | None = None
     noop_ms: Ms | None = None
     tail_ms: Ms | None = None
