@@ -402,7 +402,8 @@ class Runner:
             tensors = [a for a in args if isinstance(a, torch.Tensor)]
             names = [n for n, a in zip(self.input_names, args, strict=False) if isinstance(a, torch.Tensor)]
             if not self.dps:
-                finding = checks.check_outputs(outputs, self.output_names, tensors, names)
+                finding = checks.check_outputs(outputs, self.output_names, tensors, names) \
+                    or not_plain(outputs, self.output_names)
         self.last = outputs
         return {"outputs": self._store(outputs), "ops": audit.ops, "finding": finding,
                 "threads": [threads, checks.python_threads()], "native_threads": [native, checks.native_threads()],
