@@ -224,3 +224,51 @@ def test_unconvertible_problems_do_not_stop_the_others(tmp_path):
     assert sorted(p.name for p in out.iterdir() if p.is_dir()) == ["c_relu"]
     rec = json.loads((out / "c_relu" / "workloads.jsonl").read_text().splitlines()[0])
     assert rec["definition"] == "c_relu" and rec["solution"] is None and rec["evaluation"] is None
+
+
+_LINEAR = ("import torch\nimport torch.nn as nn\n\n\nclass Model(nn.Module):\n    def __init__(self, n_in, n_out):\n"
+           "        super().__init__()\n        self.fc = nn.Linear(n_in, n_out)\n\n    def forward(self, x):\n"
+           "        return self.fc(x)\n\n\nbatch_size = {batch}\nn_in = {n_in}\nn_out = {n_out}\n\n\n"
+           "def get_inputs():\n    return [torch.rand(batch_size, n_in)]\n\n\ndef get_init_inputs():\n"
+           "    return [n_in, n_out]\n")
+
+
+def test_the_cpu_workload_counts_the_parameters_as_eval_does(tmp_path):
+    """The weights are task inputs, and `eval --device cpu` counts them against its 16 MB: a workload
+    scaled to fit 16 MB without them (MinGPT's attention: 20 MB with its 13.6 MB of weights) was
+    skipped by the CPU eval its README said it fitted."""
+    src = tmp_path / "src"
+    src.mkdir()
+    # 8.4 MB of weights: batch 1024 moves 12.6 MB of x and output (fits without them); 512 fits with them
+    (src / "weighty_linear.py").write_text(_LINEAR.format(batch=4096, n_in=1024, n_out=2048))
+    # 16.8 MB of weights: no batch fits, and the README says why
+    (src / "heavy_linear.py").write_text(_LINEAR.format(batch=64, n_in=2048, n_out=2048))
+    report = import_kernelbench([src], tmp_path / "out")
+    assert sorted(p.name for p in report.converted) == ["heavy_linear", "weighty_linear"], report.failures
+
+    task = load_task(tmp_path / "out" / "weighty_linear")
+    small = min(task.workloads, key=lambda w: task.io_bytes(w.axes))
+    assert small.axes == {"batch_size": 512}
+    assert task.io_bytes(small.axes) <= 16e6, "eval --device cpu (--cpu-max-mb 16) runs it"
+    readme = (task.root / "README.md").read_text()
+    assert "var axes halved until the inputs (parameters included) and outputs fit 16 MB: batch_size=512" in readme
+
+    task = load_task(tmp_path / "out" / "heavy_linear")
+    assert min(w.axes["batch_size"] for w in task.workloads) == 1, "still the smallest there is, for a larger --cpu-max-mb"
+    readme = (task.root / "README.md").read_text()
+    assert "the parameters (16.8 MB) keep it above 16 MB" in readme, readme
+
+
+def test_the_import_command_exits_1_when_a_problem_is_not_converted(tmp_path):
+    """A script or CI importing a set must learn that part of it is missing; what converted is still written."""
+    src = tmp_path / "src"
+    src.mkdir()
+    for stem in ("19_ReLU", BROKEN):
+        (src / f"{stem}.py").write_text((KB / f"{stem}.py").read_text())
+    proc = kc("import", "kernelbench", src, "--out", tmp_path / "out")
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "1 converted" in proc.stdout and "1 not converted" in proc.stdout and "broken on purpose" in proc.stdout
+    load_task(tmp_path / "out" / "19_ReLU")
+    proc = kc("import", "kernelbench", src / "19_ReLU.py", "--out", tmp_path / "out")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "1 converted" in proc.stdout and "0 not converted" in proc.stdout

@@ -320,7 +320,8 @@ def _honest_solutions(tmp_path) -> list[tuple[str, Solution]]:
     out = tmp_path / "fib"
     proc = subprocess.run([sys.executable, "-m", "kernelcraft", "import", "fib", str(FIXTURES / "fib_dataset"),
                            "--out", str(out)], capture_output=True, text=True, cwd=ROOT)
-    assert proc.returncode == 0, proc.stderr
+    # exit 1: the dataset's orphan definition is not converted (tests/test_interop_fib.py); the rest are
+    assert proc.returncode == 1 and "5 converted" in proc.stdout, proc.stdout + proc.stderr
     for task_dir in sorted(out.iterdir()):
         task = load_task(task_dir)
         found += [(str(p), load_solution(p, task.definition.name)) for p in task.solution_paths()]

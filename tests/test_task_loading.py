@@ -200,3 +200,43 @@ def test_check_warns_about_a_baseline_whose_module_is_missing(tmp_path):
     proc = kc("task", "check", d)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "warning" in proc.stdout and "'kc_no_such_gpu_library'" in proc.stdout and "ok" in proc.stdout
+
+
+# --- task check's process runs under a memory limit: a FlashInfer-Trace MoE task's float64 reference
+# took the whole 24 GB machine and was SIGKILLed, and check said "ended with code -9 and no result: " ---
+
+def _with_reference(tmp_path: Path, body: str) -> Path:
+    d = _copy(tmp_path)
+    definition = json.loads((d / "definition.json").read_text())
+    definition["reference"] = "import os\nimport signal\n\nimport torch\n\n\ndef run(hidden_states, weight, eps):\n" + body
+    (d / "definition.json").write_text(json.dumps(definition))
+    return d
+
+
+def test_check_says_the_reference_ran_out_of_its_memory_limit(tmp_path):
+    from kernelcraft.task.runcheck import smallest_workload
+
+    # 2 GB against a 512 MB limit: refused at once, so the test itself allocates nothing of it
+    d = _with_reference(tmp_path, "    scratch = torch.ones(1 << 28, dtype=torch.float64)\n    return hidden_states\n")
+    small = smallest_workload(load_task(d))
+    proc = kc("task", "check", d, "--max-memory-mb", "512")
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    text = proc.stderr
+    for part in ("ran out of memory while calling the reference", f"on the smallest workload {small.uuid} (batch_size=1)",
+                 "its inputs take 16.4 kB (65.5 kB as the float64 copies the reference is called with)",
+                 "an allocation failed under its memory limit of 512 MB (--max-memory-mb)",
+                 "can't allocate memory: you tried to allocate 2147483648 bytes",
+                 "fix: run check on a machine with more memory and a larger --max-memory-mb (now 512 MB)"):
+        assert part in text, f"{part!r} not in:\n{text}"
+    assert "ended with code" not in text
+
+
+def test_check_names_the_signal_that_killed_its_process(tmp_path):
+    # SIGKILL is what the out-of-memory killer sends: the process leaves no result and no traceback
+    d = _with_reference(tmp_path, "    os.kill(os.getpid(), signal.SIGKILL)\n")
+    text = _refused(d, "was killed by signal 9 (SIGKILL) while calling the reference on the smallest workload",
+                    "likely out of memory", "--max-memory-mb")
+    assert "its inputs take" in text
+    d = _with_reference(tmp_path / "segv", "    os.kill(os.getpid(), signal.SIGSEGV)\n")
+    text = _refused(d, "was killed by signal 11 (SIGSEGV) while calling the reference")
+    assert "out of memory" not in text

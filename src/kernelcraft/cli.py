@@ -1,7 +1,8 @@
 """The ``kernelcraft`` command.
 
 Exit codes: 0 when every solution was evaluated, whatever the verdicts; 2 for unusable input
-(a bad task folder, a missing file, a malformed record), with a message naming the file and field.
+(a bad task folder, a missing file, a malformed record), with a message naming the file and field;
+1 from ``import`` when some problem was not converted (the converted ones are written all the same).
 """
 
 from __future__ import annotations
@@ -37,7 +38,13 @@ def _fail_input(e: InputError) -> None:
 
 
 @task_app.command("check")
-def task_check(task_dir: Annotated[Path, typer.Argument(help="the task folder")]) -> None:
+def task_check(
+    task_dir: Annotated[Path, typer.Argument(help="the task folder")],
+    max_memory_mb: Annotated[int | None, typer.Option(
+        help="memory (RLIMIT_DATA: heap and private mappings) of the process that calls the reference and "
+             "baseline.py on the smallest workload (default: half this machine's memory, none on a machine with an NVIDIA GPU; 0: no limit)",
+        show_default=False)] = None,
+) -> None:
     """Validate a task folder; print what is wrong, or a summary."""
     from kernelcraft.solution.model import load_solution
     from kernelcraft.task.loader import load_task
@@ -63,7 +70,7 @@ def task_check(task_dir: Annotated[Path, typer.Argument(help="the task folder")]
     from kernelcraft.task.request import request_warnings
     from kernelcraft.task.runcheck import run_checks
 
-    problems, ran = run_checks(task)
+    problems, ran = run_checks(task, max_mb=max_memory_mb)
     for w in task.warnings + ran + ([] if problems else degenerate_warnings(task)) + request_warnings(task):
         console.print(f"  [yellow]warning[/]: {escape(w)}", highlight=False)
     if problems:
@@ -516,6 +523,12 @@ def _print_dag(result: dict) -> None:
     console.print(tree)
 
 
+def _import_exit(report) -> None:
+    """After everything is printed: a script or CI that imports a set learns that part of it is missing."""
+    if report.failures:
+        raise typer.Exit(1)
+
+
 def _print_import(report, out: Path) -> None:
     for p in report.converted:
         console.print(f"  [green]converted[/] {escape(str(p))}", highlight=False)
@@ -524,6 +537,7 @@ def _print_import(report, out: Path) -> None:
     for w in getattr(report, "warnings", []):
         console.print(f"  [yellow]warning[/] {escape(str(w))}", highlight=False, soft_wrap=True)
     console.print(f"{len(report.converted)} converted into {out}, {len(report.failures)} not converted")
+    _import_exit(report)
 
 
 @import_app.command("fib")
@@ -531,7 +545,10 @@ def import_fib(
     dataset: Annotated[Path, typer.Argument(help="a FlashInfer-Trace dataset (holding definitions/ and workloads/)")],
     out: Annotated[Path, typer.Option(help="folder to write one task folder per definition into")],
 ) -> None:
-    """FlashInfer-Trace definitions, workloads and solutions -> task folders."""
+    """FlashInfer-Trace definitions, workloads and solutions -> task folders.
+
+    Exit 0 when every definition was converted; 1 when any was not (each with its reason; the converted ones are written all the same); 2 for unusable arguments.
+    """
     from kernelcraft.interop.fib import import_fib_dataset
 
     try:
@@ -551,7 +568,10 @@ def import_kernelbench_cmd(
     max_memory_mb: Annotated[int, typer.Option(help="memory (RLIMIT_DATA: heap and private mappings) per problem's process (0: no limit)")] = 8192,
     timeout: Annotated[float, typer.Option(help="seconds per problem")] = 900.0,
 ) -> None:
-    """KernelBench problems (Model, get_inputs, get_init_inputs) -> task folders."""
+    """KernelBench problems (Model, get_inputs, get_init_inputs) -> task folders.
+
+    Exit 0 when every problem was converted; 1 when any was not (each with its reason, also in the report; the converted ones are written all the same); 2 for unusable arguments.
+    """
     from kernelcraft.interop.kernelbench import import_kernelbench
 
     missing = [p for p in paths if not p.exists()]
@@ -573,6 +593,7 @@ def import_kernelbench_cmd(
         console.print(f"  [yellow]warning[/] {escape(str(w))}", highlight=False, soft_wrap=True)
     console.print(f"{len(report.converted)} converted into {out}, {len(report.failures)} not converted "
                   f"(report: {report.report_path})")
+    _import_exit(report)
 
 
 @app.command("calibrate")

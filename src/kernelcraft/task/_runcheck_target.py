@@ -4,9 +4,11 @@ smallest workload (:mod:`kernelcraft.task.runcheck`).
 ``python -m kernelcraft.task._runcheck_target JOB.json``. Task code is trusted, but it can still
 hang, crash the interpreter or call ``sys.exit``: in a process of its own none of that takes the
 ``kernelcraft`` command down with it. The result (JSON) holds one entry per function, ``reference``
-and ``baseline``, each with a ``status``: ``ok``, ``error`` (with ``stage``: import, signature, call
-or outputs, and ``reason``), ``unavailable`` (the baseline imports a module this machine lacks:
-``module``) or ``needs_gpu`` (the baseline raised a CUDA error on a machine without a GPU).
+and ``baseline``, each with a ``status``: ``ok``, ``error`` (with ``stage``: import, signature, call,
+outputs, or memory: an allocation failed under the process's memory limit; and ``reason``),
+``unavailable`` (the baseline imports a module this machine lacks: ``module``) or ``needs_gpu`` (the
+baseline raised a CUDA error on a machine without a GPU). Before each function it writes that
+function's name to the job's ``stage_path``: a process killed mid-call leaves the parent where it was.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import os
 import traceback
 from pathlib import Path
 
+from kernelcraft._memlimit import out_of_memory
 from kernelcraft._target import target_main, write_result
 
 _GPU_WORDS = ("cuda", "nvidia", "gpu")
@@ -70,6 +73,8 @@ def _call(label: str, fn, args, task, axes: dict) -> dict:
         with torch.no_grad():
             out = fn(*args)
     except Exception as e:  # noqa: BLE001 - whatever the task's code raises is what check reports
+        if out_of_memory(f"{type(e).__name__}: {e}"):
+            return {"status": "error", "stage": "memory", "reason": _tail()}
         text = f"{type(e).__name__}: {e}".lower()
         if label == "baseline" and not torch.cuda.is_available() and any(w in text for w in _GPU_WORDS):
             return {"status": "needs_gpu", "reason": f"{type(e).__name__}: {e}"[:500]}
@@ -94,8 +99,13 @@ def _reference(task, small) -> dict:
     if not callable(fn):
         return {"status": "error", "stage": "import", "reason": "the reference defines no function `run`"}
     # As the gauntlet runs it: floating inputs in float64 (the judge's higher precision).
-    args = [a.to(torch.float64) if isinstance(a, torch.Tensor) and a.is_floating_point() else a
-            for a in make_inputs(task, small, 0, "cpu")]
+    try:
+        args = [a.to(torch.float64) if isinstance(a, torch.Tensor) and a.is_floating_point() else a
+                for a in make_inputs(task, small, 0, "cpu")]
+    except (MemoryError, RuntimeError) as e:
+        if out_of_memory(f"{type(e).__name__}: {e}"):
+            return {"status": "error", "stage": "memory", "reason": _tail()}
+        raise
     return _call("reference", fn, args, task, small.axes)
 
 
@@ -114,7 +124,13 @@ def _baseline(task, small) -> dict:
     if not callable(fn):
         return {"status": "error", "stage": "import", "reason": "baseline.py defines no function `run`"}
     device = "cuda" if _cuda() else "cpu"
-    return _call("baseline", fn, make_inputs(task, small, 0, device), task, small.axes)
+    try:
+        args = make_inputs(task, small, 0, device)
+    except (MemoryError, RuntimeError) as e:
+        if out_of_memory(f"{type(e).__name__}: {e}"):
+            return {"status": "error", "stage": "memory", "reason": _tail()}
+        raise
+    return _call("baseline", fn, args, task, small.axes)
 
 
 def _cuda() -> bool:
@@ -127,11 +143,15 @@ def run(job: dict) -> int:
     if "TRITON_INTERPRET" not in os.environ and not _cuda():
         os.environ["TRITON_INTERPRET"] = "1"  # a Triton baseline on a CPU machine: before triton loads
     from kernelcraft.task.loader import load_task
+    from kernelcraft.task.runcheck import smallest_workload
 
     task = load_task(Path(job["task_root"]))
-    small = min(task.workloads, key=lambda w: task.io_bytes(w.axes))
-    result = {"workload": small.uuid, "axes": small.axes,
-              "reference": _reference(task, small), "baseline": _baseline(task, small)}
+    small = smallest_workload(task)
+    stage = Path(job["stage_path"])
+    stage.write_text("reference")  # a process killed mid-call leaves the parent this to say where
+    reference = _reference(task, small)
+    stage.write_text("baseline")
+    result = {"workload": small.uuid, "axes": small.axes, "reference": reference, "baseline": _baseline(task, small)}
     write_result(job["result_path"], result)
     return 0
 

@@ -19,8 +19,8 @@ those constants) and ``get_init_inputs()`` returning the constructor arguments.
   verbatim and runs ``torch.func.functional_call(model, {parameters and buffers}, args)``.
 - ``workloads.jsonl``: the problem's own shapes plus a smaller and a larger variant (every var axis
   halved / doubled together; one axis at a time where the joint variant does not run), and, when none
-  of those fits a CPU run (16 MB of inputs and outputs, ``eval --cpu-max-mb``'s default), one scaled
-  down further. Forward arguments are ``random``, drawn by the problem's own ``get_inputs()``
+  of those fits a CPU run (16 MB of inputs and outputs, ``eval --cpu-max-mb``'s default; the
+  parameters and buffers are inputs too and count), one scaled down further. Forward arguments are ``random``, drawn by the problem's own ``get_inputs()``
   (``inputs.py``, named by ``contract.toml [inputs] generator``): the module constants are set to the
   workload's axis values and it runs under ``torch.manual_seed`` of the workload's seed, as KernelBench
   seeds it, so triangular, symmetric, normalised and +-1 inputs keep their structure. Parameters and

@@ -86,7 +86,10 @@ def _analyze(prob: _Problem) -> _Plan:
                 why[c] = e.reason
             continue
         break
-    small = scaled_point(prob, var, base_out, out_dims, points)
+    # the weights are task inputs (weights.safetensors): `eval` counts them against --cpu-max-mb too
+    small = scaled_point(prob, var, base_out, out_dims, points,
+                         state_bytes=sum(t.numel() * t.element_size() for t in state.values()),
+                         state_what="parameters and buffers" if buffers else "parameters")
     if small is not None:
         points = [small, *points]
 

@@ -1,11 +1,9 @@
 """Each problem converted in a process of its own, under a memory limit, with a deadline.
 
 One problem that allocates without bound (KernelBench level 1 has inputs of several GB) or hangs
-costs only its own conversion: the limit (``RLIMIT_DATA``: heap and private writable mappings, where
-torch's CPU tensors live) turns an allocation past it into an error inside that process, and a kill
-or a crash is that problem's reason. Not ``RLIMIT_AS``: it also counts read-only file mappings, and
-safetensors maps a weights file twice (its reader, then torch's storage), so a 4 GB model failed to
-load under an 8 GB address-space limit with 1 GB in use. The parent writes
+costs only its own conversion: the limit (``RLIMIT_DATA``, :mod:`kernelcraft._memlimit` says why
+that one) turns an allocation past it into an error inside that process, and a kill or a crash is
+that problem's reason. The parent writes
 each problem's outcome to the report as soon as it is known, and removes whatever temporary folder a
 dead child left in ``out_dir``.
 """
@@ -14,7 +12,6 @@ from __future__ import annotations
 
 import json
 import os
-import resource
 import shutil
 import signal
 import subprocess
@@ -23,6 +20,8 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from kernelcraft._memlimit import limit_data
 
 _LIVE: set[subprocess.Popen] = set()  # children now running, so an interrupted import can end them all
 TEMP_MARK = ".kc-import-"  # temporary folders are out_dir/.<stem>.kc-import-<random>
@@ -65,8 +64,7 @@ def remove_leftovers(out_dir: Path, stem: str) -> list[Path]:
 def _limit(max_mb: int):
     def apply() -> None:
         os.setsid()  # its own process group: a timeout kills the child and anything it started
-        if max_mb > 0:
-            resource.setrlimit(resource.RLIMIT_DATA, (max_mb << 20, max_mb << 20))
+        limit_data(max_mb)
     return apply
 
 

@@ -178,18 +178,24 @@ def io_bytes(prob: _Problem, base_assign: dict[str, int], assign: dict[str, int]
     return total
 
 
-def scaled_point(prob: _Problem, var: list[str], base_out, out_dims, points, budget: int = CPU_BYTES
-                 ) -> tuple[str, dict[str, int]] | None:
+def scaled_point(prob: _Problem, var: list[str], base_out, out_dims, points, budget: int = CPU_BYTES,
+                 state_bytes: int = 0, state_what: str = "parameters") -> tuple[str, dict[str, int]] | None:
     """A workload small enough for a CPU run, when none of ``points`` is: every var axis halved together
-    (an axis stops at 1) until the problem's arguments and results fit ``budget``, checked by forward();
-    the smallest reached when its const axes alone exceed the budget."""
+    (an axis stops at 1) until the problem's arguments and results, with its ``state_bytes`` of
+    parameters and buffers (task inputs too: ``eval --cpu-max-mb`` counts them), fit ``budget``, checked
+    by forward(); the smallest reached when its const axes or its parameters alone exceed the budget."""
     if not var:
         return None
     base_assign = {c: prob.consts[c] for c in var}
-    if min(io_bytes(prob, base_assign, a) for _, a in points) <= budget:
+
+    def moved(assign: dict[str, int]) -> int:
+        return io_bytes(prob, base_assign, assign) + state_bytes
+
+    if min(moved(a) for _, a in points) <= budget:
         return None
     start = dict(min(points, key=lambda p: sum(p[1].values()))[1])
     assign = start
+    counted = f" ({state_what} included)" if state_bytes else ""
     for _ in range(128):
         # all var axes halved together; where forward() refuses that (a conv's spatial size below its
         # kernel), one axis at a time, the largest first
@@ -199,10 +205,14 @@ def scaled_point(prob: _Problem, var: list[str], base_out, out_dims, points, bud
         if nxt is None:
             break
         assign = nxt
-        if io_bytes(prob, base_assign, assign) <= budget:
-            return (f"scaled down for CPU runs: var axes halved until the inputs and outputs fit {budget / 1e6:g} MB",
-                    assign)
+        if moved(assign) <= budget:
+            return (f"scaled down for CPU runs: var axes halved until the inputs{counted} and outputs fit "
+                    f"{budget / 1e6:g} MB", assign)
     if assign == start:
         return None
-    return (f"scaled down for CPU runs: var axes halved as far as forward() allows ({io_bytes(prob, base_assign, assign) / 1e6:.3g} "
-            f"MB of inputs and outputs; the const axes keep it above {budget / 1e6:g} MB)", assign)
+    if state_bytes >= budget:
+        above = f"the {state_what} ({state_bytes / 1e6:.3g} MB)"
+    else:
+        above = "the const axes" + (f" and the {state_what} ({state_bytes / 1e6:.3g} MB)" if state_bytes else "")
+    return (f"scaled down for CPU runs: var axes halved as far as forward() allows ({moved(assign) / 1e6:.3g} "
+            f"MB of inputs{counted} and outputs; {above} keep it above {budget / 1e6:g} MB)", assign)
