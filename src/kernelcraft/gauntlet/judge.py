@@ -459,6 +459,9 @@ class _RemoteTimer(Remote):
             self.failure = {"status": "REJECTED", "gate": "timing", "reason": f"in timed call {rep + 1}: {mutated}"}
             return
         c = self.subject._ask("collect", protocol.CollectReply)
+        if c.finding:
+            self.failure = {"status": "REJECTED", "gate": "timing", "reason": f"after timed call {rep + 1}: {c.finding}"}
+            return
         outputs, wrong = self.subject._outputs(c.outputs)
         self.checked += 1
         verdict = wrong or self.judge.judge_outputs(outputs, fresh, self.axes)

@@ -45,6 +45,7 @@ FORBIDDEN_MODULES = {
     "pathlib": ("harness-tamper", "files"), "io": ("harness-tamper", "files"),
     "os": ("harness-tamper", "the operating system"), "atexit": ("harness-tamper", "exit hooks"),
     "faulthandler": ("harness-tamper", "fault handlers"),
+    "weakref": ("harness-tamper", "finalizers that run at any later time"),
     "sys": ("harness-tamper", "the interpreter's internals (sys.modules reaches the harness)"),
     "operator": ("harness-tamper", "attribute access by computed names"),
     "random": ("seed-replay", "a random generator"),
@@ -168,6 +169,7 @@ FORBIDDEN_QUALIFIED = {
     "torch.library.impl": ("harness-tamper", "overrides torch operators, the harness's comparisons included"),
     "torch.library.register_kernel": ("harness-tamper", "overrides torch operators, the harness's comparisons included"),
     "torch.overrides": ("harness-tamper", "intercepts every torch call, the harness's checks included"),
+    "torch.utils._python_dispatch": ("harness-tamper", "intercepts every torch op, the harness's checks included"),
     "torch.utils.benchmark": ("harness-tamper", "runs strings as code (timeit)"),
     "torch.compile": ("torch-compute", "generates kernels from torch code at run time"),
     "torch.cuda.graph": ("escaped-timer", "captures its own CUDA graph (on a side stream)"),
@@ -178,6 +180,11 @@ FORBIDDEN_QUALIFIED = {
     "triton.compile": ("harness-tamper", "compiles kernels from strings, past the static gate"),
     "triton.compiler": ("harness-tamper", "compiles kernels from strings, past the static gate"),
 }
+# Methods the interpreter calls at a time of its own choosing (a collection, the harness reading an output).
+LATER_HOOKS = {"__del__": "a finalizer", "__torch_function__": "torch's override protocol",
+               "__torch_dispatch__": "torch's dispatch protocol"}
+# Forbidden modules whose every class and function is forbidden under any name it is re-exported as.
+INTERCEPTING = ("torch.overrides", "torch.utils._python_dispatch")
 # Libraries every honest solution imports anyway: the gate imports them too, to see what a name
 # under them really is (only their module dictionaries are read; nothing is called).
 TRUSTED_ROOTS = ("torch", "triton", "numpy")
@@ -269,6 +276,14 @@ def _banned_by_identity() -> dict[int, tuple[object, str, str, str]]:
             obj = resolve(q)
             if obj is not _MISSING and not isinstance(obj, ModuleType):
                 found[id(obj)] = (obj, cls, why, q)
+            elif isinstance(obj, ModuleType) and q in INTERCEPTING:
+                # what an intercepting module defines is forbidden under any other name: torch.fx re-exports
+                # torch.overrides' TorchFunctionMode, torch.autograd.graph the dispatch mode (red team,
+                # session 31: a mode entered at import ran the kernel after the timer)
+                for k, v in list(vars(obj).items()):
+                    if (isinstance(v, type) or callable(v)) and not isinstance(v, ModuleType) \
+                            and str(getattr(v, "__module__", "") or "").startswith(obj.__name__):
+                        found.setdefault(id(v), (v, cls, why, f"{q}.{k}"))
         for attr, (cls, why) in FORBIDDEN_ATTRS.items():
             for base in ("torch", "torch.cuda", "torch.random", "torch.utils", "numpy.random"):
                 obj = resolve(f"{base}.{attr}")
@@ -278,7 +293,22 @@ def _banned_by_identity() -> dict[int, tuple[object, str, str, str]]:
     return _banned_objects
 
 
+def _holds_modules(obj) -> bool:
+    """A dictionary of modules (``sys.modules`` under another name: triton.language.extra re-exports it):
+    a subscript of it is any module, sys and os included, and the gate qualifies no subscript."""
+    if obj is sys.modules:
+        return True
+    if not isinstance(obj, dict):
+        return False
+    try:
+        return any(isinstance(v, ModuleType) for v in list(obj.values())[:4096])
+    except Exception:  # noqa: BLE001 - a dict the gate cannot read: refused
+        return True
+
+
 def _module_finding(qualified: str, obj) -> tuple[str, str] | None:
+    if _holds_modules(obj):
+        return "harness-tamper", f"{qualified} is a dictionary of modules (sys.modules: any module by name)"
     if isinstance(obj, ModuleType):
         top = obj.__name__.split(".")[0]
         if top in FORBIDDEN_MODULES and top not in TRUSTED_ROOTS:
@@ -533,6 +563,9 @@ class _Checker:
                 self.attribute(node)
             elif isinstance(node, ast.Assign | ast.AugAssign | ast.AnnAssign | ast.Delete):
                 self.assignment(node)
+            elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name in LATER_HOOKS:
+                self.add("harness-tamper", node.lineno, f"defines {node.name} ({LATER_HOOKS[node.name]}: candidate "
+                         "code the harness's own steps would run, after the timer stops)")
         return self.found
 
 

@@ -52,6 +52,7 @@ import math
 import os
 import random
 import statistics
+import sys
 import time
 from collections.abc import Callable, Collection
 from dataclasses import asdict, dataclass
@@ -67,6 +68,11 @@ NOOP = "__noop__"
 
 # Bound at import (before any candidate code runs in this process), used only through these names.
 _perf_counter = time.perf_counter
+# Cleared the moment a timed call returns, before any Python function of the harness runs: a trace or
+# profile hook a candidate installs in its call would otherwise run its deferred work after the timer
+# (red team, session 31). C builtins: calling them fires no trace event.
+_settrace = sys.settrace
+_setprofile = sys.setprofile
 _Event = torch.cuda.Event
 _record = torch.cuda.Event.record
 _elapsed = torch.cuda.Event.elapsed_time
@@ -300,6 +306,8 @@ class _CudaClock:
             _record(start)
             fn()
             _record(end)
+            _settrace(None)
+            _setprofile(None)
         finally:
             if blocker is not None:
                 blocker.release()
@@ -330,7 +338,10 @@ class _CpuClock:
     def run(self, name: str, fn: Callable[[], object], rep: int, block: bool = False) -> None:
         t0 = _perf_counter()
         fn()
-        self.pending.append((name, (_perf_counter() - t0) * 1e3))
+        t1 = _perf_counter()
+        _settrace(None)
+        _setprofile(None)
+        self.pending.append((name, (t1 - t0) * 1e3))
 
     def collect(self) -> list[tuple[str, float]]:
         done, self.pending = self.pending, []

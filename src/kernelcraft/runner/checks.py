@@ -167,11 +167,61 @@ class TamperSnapshot:
         return found
 
     def reason(self) -> str:
-        found = self.changed()
+        found = hooks_installed() + self.changed()
         if not found:
             return ""
         more = f" and {len(found) - 5} more" if len(found) > 5 else ""
         return "[harness-tamper] the candidate patched what the harness relies on: " + "; ".join(found[:5]) + more
+
+
+def hooks_installed() -> list[str]:
+    """What would run candidate code inside the harness's own steps (reading outputs after the timer,
+    `collect`): a torch function or dispatch mode left on its stack (outside the audit's own), a trace or
+    profile hook. Red team, session 31: a TorchFunctionMode entered at import ran the kernel when the
+    harness first touched the returned (plain, empty) tensor, after the timer; a self-removing trace hook
+    did the same in `collect`. The static gate refuses the means; this is the runtime's look."""
+    import sys
+    import threading
+
+    from torch.utils._python_dispatch import _get_current_dispatch_mode_stack
+
+    found = []
+    try:
+        n = torch._C._len_torch_function_stack()
+    except Exception:  # noqa: BLE001 - torch internals moved: not checked
+        n = 0
+    if n:
+        found.append(f"{n} torch function mode(s) left installed")
+    try:
+        modes = [m for m in _get_current_dispatch_mode_stack() if not isinstance(m, OpAudit)]
+    except Exception:  # noqa: BLE001
+        modes = []
+    if modes:
+        found.append(f"dispatch mode(s) left installed: {', '.join(type(m).__name__ for m in modes[:3])}")
+    if sys.gettrace() is not None or getattr(threading, "_trace_hook", None) is not None:
+        found.append("a trace hook installed")
+    if sys.getprofile() is not None or getattr(threading, "_profile_hook", None) is not None:
+        found.append("a profile hook installed")
+    return found
+
+
+class harness_reads:
+    """The harness's own torch calls on what a candidate returned (shapes, storage, copies into the
+    arena): no torch function or dispatch mode of anyone's intercepts them."""
+
+    def __enter__(self):
+        from torch.utils._python_dispatch import _disable_current_modes
+
+        self._tf = torch._C.DisableTorchFunction()
+        self._tf.__enter__()
+        self._dm = _disable_current_modes()
+        self._dm.__enter__()
+        return self
+
+    def __exit__(self, *exc):
+        self._dm.__exit__(*exc)
+        self._tf.__exit__(*exc)
+        return False
 
 
 def check_outputs(outputs: list[Any], output_names: list[str], inputs: list[Any], input_names: list[str]) -> str:

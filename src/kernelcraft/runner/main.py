@@ -344,8 +344,13 @@ class Runner:
         judge compares only what is there); what each output was, for the judge's shape checks."""
         import torch
 
+        from kernelcraft.runner import checks
         from kernelcraft.runner.shared import dtype_name
 
+        with checks.harness_reads():
+            return self._store_plain(outputs, torch, dtype_name)
+
+    def _store_plain(self, outputs: list[Any], torch: Any, dtype_name: Any) -> list[dict]:
         desc = []
         for out, slot, view in zip(outputs, self.out_slots, self.out_views, strict=True):
             if isinstance(out, torch.Tensor):
@@ -385,6 +390,7 @@ class Runner:
             with audit:
                 outputs = self._invoke(args)
                 installed = checks.audit_installed()
+            launched = dict(checks.launches)  # the call's own launches: none the harness's reads could cause
             self._sync()
         except BaseException as e:  # noqa: BLE001 - whatever the candidate raises is its verdict
             self.release = False
@@ -398,16 +404,17 @@ class Runner:
         if not finding and not installed:
             finding = ("[audit-tamper] the op audit's dispatch mode was no longer installed after the call "
                        "(popped or disabled by the candidate)")
-        if not finding:
+        if not finding and not self.dps:
             tensors = [a for a in args if isinstance(a, torch.Tensor)]
             names = [n for n, a in zip(self.input_names, args, strict=False) if isinstance(a, torch.Tensor)]
-            if not self.dps:
-                finding = checks.check_outputs(outputs, self.output_names, tensors, names) \
-                    or not_plain(outputs, self.output_names)
+            finding = not_plain(outputs, self.output_names)
+            if not finding:
+                with checks.harness_reads():
+                    finding = checks.check_outputs(outputs, self.output_names, tensors, names)
         self.last = outputs
         return {"outputs": self._store(outputs), "ops": audit.ops, "finding": finding,
                 "threads": [threads, checks.python_threads()], "native_threads": [native, checks.native_threads()],
-                "launches": dict(checks.launches)}
+                "launches": launched}
 
     def prepare_timing(self, msg: dict, fds: list[int]) -> dict:
         from kernelcraft.measure.timing import capture, clock_for
@@ -451,6 +458,9 @@ class Runner:
         except BaseException as e:  # noqa: BLE001
             return {"error": candidate_traceback(e)}
         finding = "" if self.dps or returned is None else not_plain(returned, names)
+        if not finding and not self.is_trusted:
+            hooks = checks.hooks_installed()
+            finding = f"[harness-tamper] {'; '.join(hooks)} after the warm-up" if hooks else ""
         if finding:
             return {"error": "", "finding": finding + " (the captured call)", "ops": audit.ops}
         if graph is not None:
@@ -500,6 +510,9 @@ class Runner:
                "noop_tail_ms": tails.get("noop") if "noop" in got else None}
         if eager and not self.dps:
             out["finding"] = not_plain(self.timed[2][0], self.output_names)
+        hooks = [] if self.is_trusted else checks.hooks_installed()
+        if hooks and not out.get("finding"):
+            out["finding"] = f"[harness-tamper] {'; '.join(hooks)} after a timed call"
         now = checks.python_threads()
         if not self.is_trusted and not out.get("finding") and now > threads:
             # a thread started in a timed call could finish its outputs after the timer stops (Python threads
@@ -510,6 +523,11 @@ class Runner:
         return out
 
     def collect(self, msg: dict, fds: list[int]) -> dict:
+        from kernelcraft.runner import checks
+
+        hooks = [] if self.is_trusted else checks.hooks_installed()
+        if hooks:
+            return {"outputs": [], "finding": f"[harness-tamper] {'; '.join(hooks)} before the outputs were read"}
         _, graph, returned = self.timed
         if self.dps:
             outputs = list(self.out_views)

@@ -70,6 +70,7 @@ class RepReply(_Reply):
 
 class CollectReply(_Reply):
     outputs: Annotated[list[OutputDesc], Field(max_length=64)] = Field(default_factory=list)
+    finding: Text = ""
 
 
 class EmptyReply(_Reply):
