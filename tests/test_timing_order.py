@@ -46,3 +46,35 @@ def test_an_unknown_order_is_refused(monkeypatch):
     monkeypatch.setenv("KERNELCRAFT_TIMING_ORDER", "random")
     with pytest.raises(ValueError, match="KERNELCRAFT_TIMING_ORDER"):
         time_interleaved({"a": lambda: None}, "cpu", min_reps=1, max_reps=1, warmup=0)
+
+
+def test_the_clock_clears_a_hook_a_timed_call_installs():
+    """A trace or profile hook set inside a timed call would run the candidate's deferred work at the
+    harness's next Python call, after the timer (red team, session 31): the clock clears both the moment
+    the call returns, and the hook never runs."""
+    import sys
+
+    from kernelcraft.measure.timing import clock_for
+
+    ran = []
+
+    def hook(frame, event, arg):
+        ran.append(event)
+        return None
+
+    def timed():
+        sys.settrace(hook)
+        sys.setprofile(hook)
+
+    before = sys.gettrace(), sys.getprofile()
+    try:
+        clock = clock_for("cpu")
+        clock.run("candidate", timed, 0)
+        after = sys.gettrace(), sys.getprofile()
+        (name, ms), = clock.collect()
+    finally:
+        sys.settrace(before[0])
+        sys.setprofile(before[1])
+    assert after == (None, None)
+    assert name == "candidate" and ms >= 0
+    assert [e for e in ran if e in ("call", "line")] == [], ran
