@@ -38,6 +38,7 @@ FORBIDDEN_MODULES = {
     "socket": ("harness-tamper", "the network"), "ctypes": ("harness-tamper", "foreign functions"),
     "cffi": ("harness-tamper", "foreign functions"), "signal": ("harness-tamper", "signal handlers"),
     "time": ("harness-tamper", "timers"), "timeit": ("harness-tamper", "timers"),
+    "datetime": ("harness-tamper", "timers (a clock tells a timed call from a checked one)"),
     "kernelcraft": ("harness-tamper", "the harness"), "inspect": ("harness-tamper", "stack inspection"),
     "gc": ("harness-tamper", "the garbage collector"), "importlib": ("harness-tamper", "dynamic imports"),
     "builtins": ("harness-tamper", "builtins"), "pickle": ("harness-tamper", "pickling"),
@@ -563,10 +564,32 @@ class _Checker:
                 self.attribute(node)
             elif isinstance(node, ast.Assign | ast.AugAssign | ast.AnnAssign | ast.Delete):
                 self.assignment(node)
-            elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name in LATER_HOOKS:
-                self.add("harness-tamper", node.lineno, f"defines {node.name} ({LATER_HOOKS[node.name]}: candidate "
-                         "code the harness's own steps would run, after the timer stops)")
+            hook = _later_hook(node)
+            if hook:
+                self.add("harness-tamper", node.lineno, f"binds {hook} ({LATER_HOOKS[hook]}: candidate code the "
+                         "interpreter or the harness's own steps would run at a time of their choosing, after the "
+                         "timer stops)")
         return self.found
+
+
+def _later_hook(node: ast.AST) -> str:
+    """The LATER_HOOKS name a node defines, assigns, reaches or spells (``def __del__``, ``__del__ = f`` in a
+    class body, ``P.__del__ = f``, ``type("P", (), {"__del__": f})``), or ""."""
+    if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+        name = node.name
+    elif isinstance(node, ast.Name):
+        name = node.id
+    elif isinstance(node, ast.Attribute):
+        name = node.attr
+    elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+        name = node.value
+    elif isinstance(node, ast.arg):
+        name = node.arg
+    elif isinstance(node, ast.keyword):
+        name = node.arg or ""
+    else:
+        return ""
+    return name if name in LATER_HOOKS else ""
 
 
 def _format_fields(text: str) -> list[str]:

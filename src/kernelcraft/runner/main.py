@@ -142,12 +142,31 @@ def normalize(result: Any, names: list[str]) -> list[Any]:
 PLAIN_VALUES = (bool, int, float, type(None))
 
 
+def hung_on(args: list[Any], names: list[str]) -> str:
+    """A finding when the candidate set attributes on the argument tensors the harness gave it (the
+    harness's views carry none): an object hung there runs its finalizer whenever the harness drops the
+    view (red team round 3, session 31: one computed each timed call's result before its timer)."""
+    import torch
+
+    for name, a in zip(names, args, strict=False):
+        if type(a) is torch.Tensor:
+            d = object.__getattribute__(a, "__dict__")
+            if d:
+                return (f"[harness-tamper] the candidate set attributes on its input {name!r} "
+                        f"({', '.join(sorted(map(str, d))[:3])}); inputs are read-only, their objects too")
+    return ""
+
+
 def not_plain(outputs: list[Any], names: list[str]) -> str:
     """A finding when an output is not a plain torch.Tensor or Python number: reading any other object
     (a tensor subclass's ``copy_``, a number's ``__float__``) runs candidate code after the timer stops."""
     import torch
 
     for name, out in zip(names, outputs, strict=False):
+        if type(out) is torch.Tensor and object.__getattribute__(out, "__dict__"):
+            return (f"[harness-tamper] output {name!r} carries attributes "
+                    f"({', '.join(sorted(map(str, object.__getattribute__(out, '__dict__')))[:3])}): an object "
+                    "hung on it would run its finalizer whenever the harness drops it")
         if type(out) is torch.Tensor or type(out) in PLAIN_VALUES:
             continue
         kind = type(out)
@@ -176,6 +195,7 @@ class Runner:
         self.output_names: list[str] = []
         self.timed = None  # (callable for one timed call, graph or None, captured return value)
         self.rep_args: list[Any] | None = None  # an eager timed call's argument views, new for each rep
+        self.spent_args: list[list[Any]] = []  # earlier reps' views, dropped when the timing ends
         self.is_trusted = False
         self.clock = None
         self.block = False  # the timed turns behind a blocking kernel (the judge's prepare asks)
@@ -401,6 +421,7 @@ class Runner:
         finally:
             self.release = False
         finding = self.tamper.reason() if self.tamper is not None else ""
+        finding = finding or hung_on(args, self.input_names)
         if not finding and not installed:
             finding = ("[audit-tamper] the op audit's dispatch mode was no longer installed after the call "
                        "(popped or disabled by the candidate)")
@@ -430,7 +451,7 @@ class Runner:
         # A candidate's eager timed call gets new argument views each call (``rep`` makes them, outside
         # the timer), as checked calls do: the same objects every timed call would tell it it is timed.
         # A trusted peer's prepared arguments stay (its prepare runs once per placement).
-        self.rep_args = None
+        self.rep_args, self.spent_args = None, []
         names = self.output_names
 
         def fn():
@@ -492,7 +513,12 @@ class Runner:
         fn = self.timed[0]
         eager = self.timed[1] is None
         if eager and self.prepare is None:
-            self.rep_args = self._args()  # new views of the same memory, made before the timer starts
+            # new views of the same memory, made before the timer starts; the old ones are kept alive until the
+            # timing ends: dropped here, a finalizer the candidate hung on them would run between the judge's
+            # refill and the timer, on this call's inputs (red team round 3, session 31)
+            if self.rep_args is not None:
+                self.spent_args.append(self.rep_args)
+            self.rep_args = self._args()
         threads = checks.python_threads()
         try:
             # the no-op (the tail of a call that leaves nothing running) only on the reps the judge asks
@@ -513,6 +539,8 @@ class Runner:
         hooks = [] if self.is_trusted else checks.hooks_installed()
         if hooks and not out.get("finding"):
             out["finding"] = f"[harness-tamper] {'; '.join(hooks)} after a timed call"
+        if not self.is_trusted and not out.get("finding") and self.rep_args is not None:
+            out["finding"] = hung_on(self.rep_args, self.input_names)
         now = checks.python_threads()
         if not self.is_trusted and not out.get("finding") and now > threads:
             # a thread started in a timed call could finish its outputs after the timer stops (Python threads
