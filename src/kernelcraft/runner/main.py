@@ -112,9 +112,20 @@ def start(sock: socket.socket, device: str, scratch: str, caches: list[str], log
         os._exit(code)
 
 
+def _type_name(kind: type, qualified: bool = False) -> str:
+    """A class's name read through ``type``'s own descriptors (a metaclass's ``__name__`` is candidate code)."""
+    name = type.__dict__["__name__"].__get__(kind)
+    return f"{type.__dict__['__module__'].__get__(kind)}.{name}" if qualified else name
+
+
+def _attrs(t: Any) -> dict:
+    """The instance attributes set on a tensor object (the harness's own carry none)."""
+    return object.__getattribute__(t, "__dict__")
+
+
 def _keys(d: dict) -> list[str]:
     """A returned dict's keys for a message, read without calling any of their methods."""
-    return sorted(k if type(k) is str else f"<{type.__dict__['__name__'].__get__(type(k))}>" for k in dict.keys(d))
+    return sorted(k if type(k) is str else f"<{_type_name(type(k))}>" for k in dict.keys(d))
 
 
 def normalize(result: Any, names: list[str]) -> list[Any]:
@@ -149,11 +160,9 @@ def hung_on(args: list[Any], names: list[str]) -> str:
     import torch
 
     for name, a in zip(names, args, strict=False):
-        if type(a) is torch.Tensor:
-            d = object.__getattribute__(a, "__dict__")
-            if d:
-                return (f"[harness-tamper] the candidate set attributes on its input {name!r} "
-                        f"({', '.join(sorted(map(str, d))[:3])}); inputs are read-only, their objects too")
+        if type(a) is torch.Tensor and _attrs(a):
+            return (f"[harness-tamper] the candidate set attributes on its input {name!r} "
+                    f"({', '.join(sorted(map(str, _attrs(a)))[:3])}); inputs are read-only, their objects too")
     return ""
 
 
@@ -163,14 +172,13 @@ def not_plain(outputs: list[Any], names: list[str]) -> str:
     import torch
 
     for name, out in zip(names, outputs, strict=False):
-        if type(out) is torch.Tensor and object.__getattribute__(out, "__dict__"):
+        if type(out) is torch.Tensor and _attrs(out):
             return (f"[harness-tamper] output {name!r} carries attributes "
-                    f"({', '.join(sorted(map(str, object.__getattribute__(out, '__dict__')))[:3])}): an object "
+                    f"({', '.join(sorted(map(str, _attrs(out)))[:3])}): an object "
                     "hung on it would run its finalizer whenever the harness drops it")
         if type(out) is torch.Tensor or type(out) in PLAIN_VALUES:
             continue
-        kind = type(out)
-        what = f"{type.__dict__['__module__'].__get__(kind)}.{type.__dict__['__name__'].__get__(kind)}"
+        what = _type_name(type(out), qualified=True)
         return (f"[not-a-plain-tensor] output {name!r} is a {what}; outputs must be plain torch.Tensor objects "
                 "(or Python numbers) holding their values when the call returns")
     return ""
@@ -367,26 +375,23 @@ class Runner:
         from kernelcraft.runner import checks
         from kernelcraft.runner.shared import dtype_name
 
-        with checks.harness_reads():
-            return self._store_plain(outputs, torch, dtype_name)
-
-    def _store_plain(self, outputs: list[Any], torch: Any, dtype_name: Any) -> list[dict]:
         desc = []
-        for out, slot, view in zip(outputs, self.out_slots, self.out_views, strict=True):
-            if isinstance(out, torch.Tensor):
-                d = {"shape": list(out.shape), "dtype": dtype_name(out.dtype), "device": out.device.type}
-                if slot is not None and tuple(out.shape) == slot.shape and d["dtype"] == slot.dtype \
-                        and out.device.type == view.device.type:
-                    if out.data_ptr() != view.data_ptr():
-                        view.copy_(out)
-                    d["stored"] = True
-                elif slot is None and out.numel() == 1:
-                    d["value"] = out.item()
-                desc.append(d)
-            elif isinstance(out, bool | int | float):
-                desc.append({"value": out})
-            else:
-                desc.append({"type": type(out).__name__})
+        with checks.harness_reads():  # no candidate mode or override intercepts these reads
+            for out, slot, view in zip(outputs, self.out_slots, self.out_views, strict=True):
+                if isinstance(out, torch.Tensor):
+                    d = {"shape": list(out.shape), "dtype": dtype_name(out.dtype), "device": out.device.type}
+                    if slot is not None and tuple(out.shape) == slot.shape and d["dtype"] == slot.dtype \
+                            and out.device.type == view.device.type:
+                        if out.data_ptr() != view.data_ptr():
+                            view.copy_(out)
+                        d["stored"] = True
+                    elif slot is None and out.numel() == 1:
+                        d["value"] = out.item()
+                    desc.append(d)
+                elif isinstance(out, bool | int | float):
+                    desc.append({"value": out})
+                else:
+                    desc.append({"type": _type_name(type(out))})
         self._sync()
         return desc
 
@@ -480,8 +485,7 @@ class Runner:
             return {"error": candidate_traceback(e)}
         finding = "" if self.dps or returned is None else not_plain(returned, names)
         if not finding and not self.is_trusted:
-            hooks = checks.hooks_installed()
-            finding = f"[harness-tamper] {'; '.join(hooks)} after the warm-up" if hooks else ""
+            finding = checks.hooks_finding("after the warm-up")
         if finding:
             return {"error": "", "finding": finding + " (the captured call)", "ops": audit.ops}
         if graph is not None:
@@ -536,9 +540,8 @@ class Runner:
                "noop_tail_ms": tails.get("noop") if "noop" in got else None}
         if eager and not self.dps:
             out["finding"] = not_plain(self.timed[2][0], self.output_names)
-        hooks = [] if self.is_trusted else checks.hooks_installed()
-        if hooks and not out.get("finding"):
-            out["finding"] = f"[harness-tamper] {'; '.join(hooks)} after a timed call"
+        if not self.is_trusted and not out.get("finding"):
+            out["finding"] = checks.hooks_finding("after a timed call")
         if not self.is_trusted and not out.get("finding") and self.rep_args is not None:
             out["finding"] = hung_on(self.rep_args, self.input_names)
         now = checks.python_threads()
@@ -553,9 +556,9 @@ class Runner:
     def collect(self, msg: dict, fds: list[int]) -> dict:
         from kernelcraft.runner import checks
 
-        hooks = [] if self.is_trusted else checks.hooks_installed()
-        if hooks:
-            return {"outputs": [], "finding": f"[harness-tamper] {'; '.join(hooks)} before the outputs were read"}
+        finding = "" if self.is_trusted else checks.hooks_finding("before the outputs were read")
+        if finding:
+            return {"outputs": [], "finding": finding}
         _, graph, returned = self.timed
         if self.dps:
             outputs = list(self.out_views)

@@ -21,7 +21,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kernelcraft._memlimit import limit_data
+from kernelcraft._memlimit import limit_data, signal_name
 
 _LIVE: set[subprocess.Popen] = set()  # children now running, so an interrupted import can end them all
 TEMP_MARK = ".kc-import-"  # temporary folders are out_dir/.<stem>.kc-import-<random>
@@ -116,11 +116,11 @@ def run_isolated(path: Path, out_dir: Path, seed: int, device: str, max_mb: int,
             data = None
         if data is None:
             last = (tail or "").strip().splitlines()[-3:]
-            how = (f"was killed by signal {-proc.returncode}" if proc.returncode < 0
+            how = (f"was killed by {signal_name(proc.returncode)}" if proc.returncode < 0
                    else f"exited with status {proc.returncode}")
             hint = ""
             if proc.returncode == -signal.SIGKILL:
-                hint = f" (SIGKILL, as the kernel's out-of-memory killer sends; the import's limit is {max_mb} MB)"
+                hint = f" (as the kernel's out-of-memory killer sends; the import's limit is {max_mb} MB)"
             elif any("memory" in ln.lower() for ln in last):
                 hint = f" (the memory limit is {max_mb} MB: --max-memory-mb raises it)"
             return Outcome(path, reason=f"the conversion {how}{hint}" + (": " + " | ".join(last) if last else ""),
