@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# Session 32 (<= 590 s, any one-GPU kind). carry: [".whl", ".whl-peers/c1", ".whl-diag"]
+#   command: DEADLINE=560 bash scripts/gpu_s32.sh
+# Session 31's two plans in one call, for a session whose starts are refused more often than not:
+# 1. the red team's runner changes on a GPU for the first time (scripts/gpu_s31_check.sh's three GPU tests: an
+#    honest catalog kernel timed without a false rejection, the integrity fixtures, side-stream work), at most
+#    TESTS_S (default 170 s);
+# 2. gdn chunk10 (the one-launch `_recur` short path) judged beside both FLA peers, as scripts/la_s31.sh's first
+#    task (TASKS=gdn_prefill, FIRST_S unused), with what is left less ADV_S;
+# 3. with what is left (>= 60 s): the adversarial fixtures judged on cuda (static gate off), each verdict beside
+#    expected.toml's CPU one (scripts/gpu_s31_check.sh's second half).
+set -u
+export PYTHONUNBUFFERED=1
+OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
+start=$(date +%s)
+left() { echo $(( ${DEADLINE:-560} - ($(date +%s) - start) )); }
+quiet() { grep -v "Warning\|warn(\|leaked\|nanobind"; }
+source scripts/device_wheels.sh
+PEER_WHEELS=.whl-peers/c1 source scripts/peer_wheels.sh small > "$OUT/peer_wheels.log" 2>&1 || echo "peer wheels: install failed"
+pip install -q --no-index --target /tmp/pyspy .whl-diag/py_spy-*.whl > "$OUT/pyspy.log" 2>&1; export PATH=/tmp/pyspy/bin:$PATH
+export KERNELCRAFT_CACHE=/tmp/kc_cache
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv | tee "$OUT/gpu.txt"
+echo "=== GPU tests ($(left) s left)"
+TESTS_S=${TESTS_S:-170} bash scripts/gpu_tests.sh \
+  tests/test_gpu_measure.py::test_catalog_rmsnorm_has_no_false_rejection_with_timing \
+  tests/test_gpu_measure.py::test_integrity_fixtures_of_this_session_on_gpu \
+  tests/test_gpu_measure.py::test_side_stream_work_is_seen_as_escaped
+lim=$(( $(left) - ${ADV_S:-80} ))
+if [ "$lim" -ge 150 ]; then
+  echo "=== gdn_prefill: chunk10 beside both peers (limit $lim s)"; t0=$(date +%s)
+  AT=$(( lim - 20 )) FILE="$OUT/stacks_gdn_prefill.txt" bash scripts/dump_stacks.sh "$lim" python3 -m kernelcraft eval \
+    tasks/gdn_prefill tasks/gdn_prefill/candidates/triton_chunk10.py --device cuda --peers --budget-ms 200 --confirm \
+    --json "$OUT/gdn_prefill.json" > "$OUT/gdn_prefill.log" 2>&1
+  echo "rc $? $(( $(date +%s) - t0 )) s"; quiet < "$OUT/gdn_prefill.log" | grep -v "^  [a-z_.:0-9]*: [a-z]" | tail -30 | cut -c1-200
+else
+  echo "=== gdn_prefill: no time ($lim s)"
+fi
+l=$(left)
+if [ "$l" -gt 60 ]; then
+  echo "=== adversarial fixtures on the GPU ($l s left)"
+  A=tests/fixtures/adversarial
+  KERNELCRAFT_TEST_NO_STATIC_GATE=1 timeout $(( l - 15 )) python3 -m kernelcraft eval tasks/rmsnorm \
+    tasks/rmsnorm/solutions/triton_rowwise.py $A/lazy_outputs.py $A/mutates_inputs_when_timed.py \
+    $A/function_mode_defers_work.py $A/trace_hook_defers_work.py $A/finalizer_precomputes.py \
+    $A/thread_finishes_timed_outputs.py $A/cheats_when_timed.py \
+    --device cuda --budget-ms 20 --no-peers --json "$OUT/adversarial_gpu.json" > "$OUT/adversarial_gpu.log" 2>&1
+  echo "rc $?"
+  python3 - "$OUT/adversarial_gpu.json" <<'PY' 2>&1 | tee "$OUT/adversarial_gpu.txt"
+import json, sys, tomllib
+exp = tomllib.load(open("tests/fixtures/adversarial/expected.toml", "rb"))
+for s in json.load(open(sys.argv[1]))["solutions"]:
+    e = exp.get(s["name"], {})
+    print(s["name"], s["status"], "(CPU batch expects", e.get("status", "-") + ")", (s.get("reason") or "")[:200])
+PY
+fi
+echo "=== done in $(( $(date +%s) - start )) s"
+bash scripts/pack_out.sh
