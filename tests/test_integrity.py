@@ -119,6 +119,55 @@ def test_tamper_snapshot_sees_replaced_functions(monkeypatch):
     assert snap.reason().startswith("[harness-tamper]")
 
 
+def test_tamper_snapshot_sees_a_replaced_method_of_a_runner_class(monkeypatch):
+    """Red team round 4 (session 32): `_CpuClock.run` replaced to divide the candidate's samples changed no
+    module-level identity (tests/fixtures/adversarial/patches_clock_class.py). Methods of every class the
+    runner's modules define are watched."""
+    from kernelcraft.measure import timing
+    from kernelcraft.runner.checks import TamperSnapshot
+
+    snap = TamperSnapshot()
+    assert snap.changed() == []
+    monkeypatch.setattr(timing._CpuClock, "run", lambda self, *a, **k: None)
+    assert "kernelcraft.measure.timing._CpuClock.run was replaced" in snap.changed()
+
+
+def test_the_runner_refuses_audit_hooks_and_keeps_the_collector_off():
+    """Red team round 4 (session 32): an audit hook ran the kernel on the event the clock raises after reading
+    its end time; a generator's `finally` in a reference cycle ran it from a collection after the timed call.
+    What a runner does before the import (`close_interpreter_hooks`, in a process of its own here: neither can
+    be undone): a later audit hook is never called and is reported; no collection runs a cyclic finalizer."""
+    import subprocess
+    import sys
+
+    code = """
+import gc, sys
+from kernelcraft.runner import checks
+checks.close_interpreter_hooks()
+assert checks.hooks_installed() == [], checks.hooks_installed()
+called = []
+sys.addaudithook(lambda e, a: called.append(e))
+open(__file__ if '__file__' in globals() else '/dev/null').close()  # an audited event
+ran = []
+def g():
+    try:
+        yield
+    finally:
+        ran.append(1)
+it = g(); next(it); box = [it]; box.append(box); del it, box
+for _ in range(20000):
+    [object() for _ in range(3)]
+print(called, ran, gc.isenabled(), checks.hooks_installed())
+gc.enable()
+print(checks.hooks_installed())
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    first, second = out.stdout.strip().splitlines()
+    assert first == "[] [] False ['1 audit hook(s) refused']", first
+    assert "the garbage collector re-enabled" in second, second
+
+
 def test_timer_uses_the_clock_bound_at_import(monkeypatch):
     """A candidate that replaces time.perf_counter after the timer was imported changes nothing."""
     import time

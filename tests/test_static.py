@@ -128,6 +128,17 @@ def _check(extra: str, head: str = "import torch\n") -> str:
     ("import runpy\n", "imports 'runpy'"), ("import code\n", "imports 'code'"), ("import types\n", "imports 'types'"),
     ("import marshal\n", "imports 'marshal'"), ("import pydoc\n", "imports 'pydoc'"),
     ("import cupy\n", "imports 'cupy'"), ("from cuda.bindings import runtime\n", "imports from 'cuda.bindings'"),
+    # red team round 4 (session 32): modules other than torch/triton/numpy re-export the interpreter, a clock,
+    # the operating system (tests/fixtures/adversarial/audit_hook_defers.py, patches_clock_class.py)
+    ("import logging\ns = getattr(logging, 'sys')\n", "reaches the module 'sys' through getattr"),
+    ("import logging\nt = logging.time.perf_counter()\n", "logging.time is the module 'time'"),
+    ("import logging\nt = getattr(logging, 'time').perf_counter()\n", "logging.time is the module 'time'"),
+    ("import typing\nm = typing.sys.modules\n", "reaches the module 'sys' through .sys"),
+    ("import json\nc = json.codecs\n", "json.codecs is the module 'codecs', a standard-library module the gate "
+     "does not allow"),
+    ("import codecs\n", "imports 'codecs', a standard-library module the gate does not allow"),
+    ("from torch.library import custom_op\n", "uses torch.library (registers or overrides torch operators"),
+    ("f = torch.library.custom_op\n", "uses torch.library"),
     # format templates that walk attributes
     ("s = '{0.__globals__}'.format(run)\n", "format field {0.__globals__}"),
     ("t = 'a' + '{0.__globals__}'\ns = t.format(run)\n", "on a computed template"),
@@ -146,6 +157,10 @@ def test_issue20_python_routes_are_rejected(code, expected):
     "from torch import random as trandom\n",  # torch's own module, not the stdlib's random
     "s = 'row {} of {}'.format(1, 2)\n",
     "import logging.handlers\n",  # spawns_thread.py needs it to reach the run-time [threads] gate
+    # the allowed standard library, read through as torch is
+    "import math, functools, itertools, dataclasses, typing, contextlib, collections, enum, queue\n"
+    "from typing import Optional\nx = math.sqrt(2.0) + len(list(itertools.chain([1], [2])))\n"
+    "c = collections.OrderedDict()\nlogger = __name__\n",
 ])
 def test_honest_forms_near_the_new_rules_pass(code):
     assert _check(code, head="import torch\nimport triton\n") == ""

@@ -22,7 +22,9 @@ from __future__ import annotations
 
 import ast
 import codecs
+import functools
 import importlib
+import importlib.util
 import io
 import re
 import string
@@ -166,9 +168,10 @@ FORBIDDEN_QUALIFIED = {
     "numpy.load": ("harness-tamper", "unpickles: runs code from bytes"),
     "numpy.ctypeslib": ("harness-tamper", "foreign functions"),
     "logging.config": ("harness-tamper", "builds objects from dotted names (dictConfig calls any callable)"),
-    "torch.library.Library": ("harness-tamper", "overrides torch operators, the harness's comparisons included"),
-    "torch.library.impl": ("harness-tamper", "overrides torch operators, the harness's comparisons included"),
-    "torch.library.register_kernel": ("harness-tamper", "overrides torch operators, the harness's comparisons included"),
+    # all of it: Library/impl/register_kernel override torch operators (the harness's comparisons included), and
+    # an op defined here runs its body where the op audit sees only the op's name, which may be one the audit
+    # exempts (custom_op("torchvision::_cuda_version"): red team round 4, session 32)
+    "torch.library": ("harness-tamper", "registers or overrides torch operators (their bodies run unseen by the op audit)"),
     "torch.overrides": ("harness-tamper", "intercepts every torch call, the harness's checks included"),
     "torch.utils._python_dispatch": ("harness-tamper", "intercepts every torch op, the harness's checks included"),
     "torch.utils.benchmark": ("harness-tamper", "runs strings as code (timeit)"),
@@ -189,6 +192,15 @@ INTERCEPTING = ("torch.overrides", "torch.utils._python_dispatch")
 # Libraries every honest solution imports anyway: the gate imports them too, to see what a name
 # under them really is (only their module dictionaries are read; nothing is called).
 TRUSTED_ROOTS = ("torch", "triton", "numpy")
+# The standard library's modules a kernel's Python may import: an allowlist, every other one is refused (a
+# module the gate has not read may re-export anything: ``logging.sys``, ``logging.time`` and
+# ``getattr(logging, "os")`` reached the interpreter, a clock and the operating system past the gate, red team
+# round 4, session 32). The gate imports these too and reads what every name under them is, as for torch.
+STDLIB_ALLOWED = frozenset({
+    "__future__", "math", "cmath", "functools", "itertools", "collections", "typing", "dataclasses", "enum", "abc",
+    "contextlib", "warnings", "numbers", "statistics", "bisect", "heapq", "copy", "fractions", "decimal", "struct",
+    "array", "re", "json", "hashlib", "logging", "textwrap", "keyword", "queue",
+})
 
 
 def _finding(cls: str, path: str, line: int, what: str) -> str:
@@ -231,29 +243,59 @@ def _cookie_on(data: bytes, line: int) -> bool:
 
 
 # ------------------------------------------------------------------------------------------------
-# what a dotted name really is (torch, triton, numpy only)
+# what a dotted name really is (torch, triton, numpy, the allowed standard library, installed packages)
 
 _MISSING = object()
 _roots: dict[str, object] = {}
 _banned_objects: dict[int, tuple[object, str, str, str]] | None = None  # id -> (obj, class, why, name)
 
 
+@functools.lru_cache(maxsize=256)
+def _installed(name: str) -> bool:
+    """A top-level package installed in this interpreter's site directories (not the standard library, not a
+    folder on the path such as the working directory, where a candidate's own files could be): the
+    environment's code, which the gate may import to read what names under it are."""
+    import os
+    import site
+    import sysconfig
+
+    if name in sys.stdlib_module_names or not name.isidentifier():
+        return False
+    try:
+        spec = importlib.util.find_spec(name)
+    except (ImportError, ValueError):
+        return False
+    if spec is None:
+        return False
+    where = [spec.origin] if spec.origin and spec.origin not in ("built-in", "frozen") else []
+    where += list(spec.submodule_search_locations or [])
+    sites = {os.path.realpath(p) for p in [*site.getsitepackages(), site.getusersitepackages(),
+                                           *(sysconfig.get_paths().get(k, "") for k in ("purelib", "platlib"))] if p}
+    return bool(where) and all(any(os.path.realpath(w).startswith(s + os.sep) for s in sites) for w in where)
+
+
+def resolvable(root: str) -> bool:
+    """Names under this top-level module are read by the gate: torch, triton, numpy, the allowed standard
+    library, and installed packages."""
+    return root in TRUSTED_ROOTS or root in STDLIB_ALLOWED or _installed(root)
+
+
 def _root(name: str):
     if name not in _roots:
         try:
-            _roots[name] = importlib.import_module(name)
+            _roots[name] = importlib.import_module(name) if resolvable(name) else _MISSING
         except Exception:  # noqa: BLE001 - not installed or broken here: names under it stay unresolved
             _roots[name] = _MISSING
     return _roots[name]
 
 
 def resolve(qualified: str):
-    """The object a dotted name under a trusted root names, read from module dictionaries only
+    """The object a dotted name under a resolvable root names, read from module dictionaries only
     (no import is triggered, no ``__getattr__`` runs), or ``_MISSING``."""
     parts = qualified.split(".")
-    if parts[0] not in TRUSTED_ROOTS:
-        return _MISSING
     obj = _root(parts[0])
+    if obj is _MISSING:
+        return _MISSING
     for p in parts[1:]:
         if not isinstance(obj, ModuleType):
             return _MISSING
@@ -315,6 +357,9 @@ def _module_finding(qualified: str, obj) -> tuple[str, str] | None:
         if top in FORBIDDEN_MODULES and top not in TRUSTED_ROOTS:
             cls, why = FORBIDDEN_MODULES[top]
             return cls, f"{qualified} is the module {obj.__name__!r} ({why})"
+        if top in sys.stdlib_module_names and top not in STDLIB_ALLOWED:
+            return "harness-tamper", (f"{qualified} is the module {obj.__name__!r}, a standard-library module "
+                                      "the gate does not allow (it reads only those of STDLIB_ALLOWED)")
         return None
     hit = _banned_by_identity().get(id(obj))
     if hit is not None and hit[0] is obj and hit[3] != qualified:
@@ -402,7 +447,7 @@ class _Checker:
             self.add("harness-tamper", line, f"uses {qualified}, a private name of {parts[0]} "
                      "(honest kernels use the public API)")
             return
-        if parts[0] in TRUSTED_ROOTS and len(parts) > 1:
+        if len(parts) > 1 and resolvable(parts[0]):
             hit = _module_finding(qualified, resolve(qualified))
             if hit:
                 self.add(hit[0], line, hit[1])
@@ -413,6 +458,10 @@ class _Checker:
         if top in FORBIDDEN_MODULES:
             cls, why = FORBIDDEN_MODULES[top]
             self.add(cls, line, f"{verb} {module!r} ({why})")
+            return
+        if top in sys.stdlib_module_names and top not in STDLIB_ALLOWED and not _private(top):
+            self.add("harness-tamper", line, f"{verb} {module!r}, a standard-library module the gate does not "
+                     f"allow (a kernel's Python may import: {', '.join(sorted(STDLIB_ALLOWED - {'__future__'}))})")
             return
         for part in module.split(".")[1:]:
             if part in FORBIDDEN_ATTRS:
@@ -484,6 +533,10 @@ class _Checker:
                 elif attr.value in FORBIDDEN_ATTRS:
                     cls, why = FORBIDDEN_ATTRS[attr.value]
                     self.add(cls, node.lineno, f"getattr(..., {attr.value!r}) ({why})")
+                elif attr.value in FORBIDDEN_MODULES and attr.value not in AMBIGUOUS_MODULE_NAMES:
+                    # as .sys is: getattr(logging, "sys") reached the interpreter (red team round 4, session 32)
+                    cls, why = FORBIDDEN_MODULES[attr.value]
+                    self.add(cls, node.lineno, f"reaches the module {attr.value!r} through getattr ({why})")
                 else:
                     for q in sorted(self.qualify(node)):
                         self.check_qualified(node, q)

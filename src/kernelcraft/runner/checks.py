@@ -41,6 +41,27 @@ ALLOWED_OPS = frozenset(f"aten::{n}" for n in (
 # Liger's peer code was REJECTED [torch-compute] for these alone). Not recorded when a call takes and returns no
 # tensor; a candidate that registers an op of the same name with a tensor in its signature is recorded as usual.
 QUERY_OPS = frozenset(("torchvision::_cuda_version", "_torchaudio::cuda_version", "_torchaudio::is_align_available"))
+_native_query: dict[str, bool] = {}
+
+
+def native_query_op(name: str) -> bool:
+    """A QUERY_OPS name whose schema and kernels were all registered from compiled code (torchvision's and
+    torchaudio's are C++). One defined from Python (``torch.library.custom_op("torchvision::_cuda_version")``
+    where torchvision is not installed) is a candidate's op under a trusted name: its body ran torch compute
+    the audit never saw (red team round 4, session 32). Python registrations name their ``.py`` file in the
+    dispatcher's dump; a fake (Meta) kernel may be Python's."""
+    if name not in _native_query:
+        try:
+            dump = torch._C._dispatch_dump(name)
+        except Exception:  # noqa: BLE001 - not registered, or the dump moved: not exempt
+            dump = None
+        native = bool(dump) and ": registered at " in dump
+        for line in (dump or "").splitlines():
+            key, sep, rest = line.partition(": registered at ")
+            if sep and key.strip() != "Meta" and ".py:" in rest.split(" :: ")[0]:
+                native = False
+        _native_query[name] = native
+    return _native_query[name]
 
 
 def _holds_tensor(x: Any) -> bool:
@@ -65,7 +86,7 @@ class OpAudit(TorchDispatchMode):
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         name = f"{func.namespace}::{func.overloadpacket.__name__}"
-        if name in QUERY_OPS:
+        if name in QUERY_OPS and native_query_op(name):
             out = func(*args, **(kwargs or {}))
             if _holds_tensor((args, kwargs, out)):
                 self.ops[name] = self.ops.get(name, 0) + 1
@@ -135,6 +156,11 @@ def _watched() -> dict[str, object]:
     }
     for mod in (checks, main, shared, wire, timing):
         watched[mod.__name__] = mod
+        # and the methods of every class they define: replacing `_CpuClock.run` changes no module-level
+        # identity (red team round 4, session 32: a clock divided its samples, promotable at 13.6x)
+        for k, v in list(vars(mod).items()):
+            if isinstance(v, type) and v.__module__ == mod.__name__:
+                watched[f"{mod.__name__}.{k}"] = v
     watched["OpAudit"] = OpAudit
     watched["Runner"] = main.Runner
     return watched
@@ -149,7 +175,8 @@ class TamperSnapshot:
 
     @staticmethod
     def _callables(obj: object) -> dict[str, int]:
-        return {k: id(v) for k, v in list(vars(obj).items()) if callable(v) and not isinstance(v, type(torch))}
+        return {k: id(v) for k, v in list(vars(obj).items())
+                if (callable(v) or isinstance(v, staticmethod | classmethod | property)) and not isinstance(v, type(torch))}
 
     def changed(self) -> list[str]:
         found = []
@@ -172,6 +199,36 @@ class TamperSnapshot:
             return ""
         more = f" and {len(found) - 5} more" if len(found) > 5 else ""
         return "[harness-tamper] the candidate patched what the harness relies on: " + "; ".join(found[:5]) + more
+
+
+_refused_audit_hooks: list[str] = []  # what tried to add an audit hook after the runner's own
+_monitoring_tools: set[int] | None = None  # sys.monitoring tool ids in use before the candidate's import
+
+
+def close_interpreter_hooks() -> None:
+    """Before a candidate is imported: no audit hook can be added after the runner's own, and the cyclic
+    garbage collector runs only where the harness calls it (never). Red team round 4, session 32: an audit
+    hook (``sys.addaudithook``) ran the kernel on the audit event the clock itself raises right after it
+    reads its end time, and a suspended generator's ``finally``, left in a reference cycle, ran it from the
+    collection a counted number of allocations after the timed call returned: PASSED at 40x and 8x their real
+    speed with the static gate on. A collection can come at any allocation, so between the judge's refill
+    of the inputs and the end of its read of the outputs there is no safe moment for one; a runner lives for
+    one solution's evaluation, and what cycles it leaks go with it. Also records the ``sys.monitoring``
+    tools in use (Python 3.12), so that one a candidate registers is seen (``hooks_installed``)."""
+    import gc
+    import sys
+
+    global _monitoring_tools
+
+    def refuse(event: str, args: tuple) -> None:
+        if event == "sys.addaudithook":
+            _refused_audit_hooks.append(event)
+            raise RuntimeError("the runner refuses audit hooks")  # CPython: the new hook is not added
+
+    sys.addaudithook(refuse)
+    gc.disable()
+    mon = getattr(sys, "monitoring", None)
+    _monitoring_tools = {t for t in range(6) if mon.get_tool(t) is not None} if mon is not None else set()
 
 
 def hooks_installed() -> list[str]:
@@ -202,6 +259,17 @@ def hooks_installed() -> list[str]:
         found.append("a trace hook installed")
     if sys.getprofile() is not None or getattr(threading, "_profile_hook", None) is not None:
         found.append("a profile hook installed")
+    if _refused_audit_hooks:
+        found.append(f"{len(_refused_audit_hooks)} audit hook(s) refused")
+    mon = getattr(sys, "monitoring", None)
+    if mon is not None and _monitoring_tools is not None:
+        new = [t for t in range(6) if t not in _monitoring_tools and mon.get_tool(t) is not None]
+        if new:
+            found.append(f"sys.monitoring tool(s) registered: {', '.join(str(mon.get_tool(t)) for t in new)}")
+    import gc
+
+    if _monitoring_tools is not None and gc.isenabled():
+        found.append("the garbage collector re-enabled")
     return found
 
 

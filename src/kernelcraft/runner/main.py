@@ -217,6 +217,7 @@ class Runner:
             # whose torch had started with the machine's count, the environment alone changes nothing
             torch.set_num_threads(max(1, int(os.environ["OMP_NUM_THREADS"])))
         checks.prime_dispatch_modes()
+        checks.close_interpreter_hooks()
         try:
             import triton  # noqa: F401
 
@@ -304,6 +305,9 @@ class Runner:
         if self.fn is not None:
             return {"status": "REJECTED", "reason": "[protocol] a runner loads one solution"}
         self.is_trusted = True  # a library's own threads (a compile pool) are not a candidate's
+        import gc
+
+        gc.enable()  # a library's compiler (quack's CuTe DSL) leaves cyclic garbage; no candidate code runs here
         solution = Solution.model_validate(msg["solution"])
         role = msg["role"]
         self.dps, self.language = False, solution.spec.language
