@@ -9,6 +9,8 @@
 #    task (TASKS=gdn_prefill, FIRST_S unused), with what is left less ADV_S;
 # 3. with what is left (>= 60 s): the adversarial fixtures judged on cuda (static gate off), each verdict beside
 #    expected.toml's CPU one (scripts/gpu_s31_check.sh's second half).
+# Session 32's runner changes (red team round 4: audit hooks refused, the cyclic collector off in a candidate's
+# runner, query ops exempt only where compiled, class methods watched) run on a GPU here first, in all three.
 set -u
 export PYTHONUNBUFFERED=1
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
@@ -42,7 +44,8 @@ if [ "$l" -gt 60 ]; then
   KERNELCRAFT_TEST_NO_STATIC_GATE=1 timeout $(( l - 15 )) python3 -m kernelcraft eval tasks/rmsnorm \
     tasks/rmsnorm/solutions/triton_rowwise.py $A/lazy_outputs.py $A/mutates_inputs_when_timed.py \
     $A/function_mode_defers_work.py $A/trace_hook_defers_work.py $A/finalizer_precomputes.py \
-    $A/thread_finishes_timed_outputs.py $A/cheats_when_timed.py \
+    $A/thread_finishes_timed_outputs.py $A/cheats_when_timed.py $A/audit_hook_defers.py $A/gc_finalizer_defers.py \
+    $A/query_op_hides_torch.py $A/patches_clock_class.py \
     --device cuda --budget-ms 20 --no-peers --json "$OUT/adversarial_gpu.json" > "$OUT/adversarial_gpu.log" 2>&1
   echo "rc $?"
   python3 - "$OUT/adversarial_gpu.json" <<'PY' 2>&1 | tee "$OUT/adversarial_gpu.txt"
