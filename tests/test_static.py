@@ -139,6 +139,18 @@ def _check(extra: str, head: str = "import torch\n") -> str:
     ("import codecs\n", "imports 'codecs', a standard-library module the gate does not allow"),
     ("from torch.library import custom_op\n", "uses torch.library (registers or overrides torch operators"),
     ("f = torch.library.custom_op\n", "uses torch.library"),
+    # red team round 5 (session 32): strings evaluated as code by allowed modules, another module's globals written
+    ("import functools\n@functools.singledispatch\ndef p(x):\n    return x\n", "uses .singledispatch"),
+    ("def g(x: \"[__import__('sys'), int][1]\"):\n    return x\n", "the annotation string calls __import__()"),
+    ("def g(x: 'torch.load'):\n    return x\n", "the annotation string uses torch.load"),
+    ("import typing\nr = typing.ForwardRef('1')\n", "uses .ForwardRef"),
+    ("from typing import ForwardRef\n", "imports 'ForwardRef' from 'typing'"),
+    ("import enum\nclass E(enum.IntEnum):\n    __module__ = 'kernelcraft.runner.main'\n    A = 1\n", "uses __module__"),
+    ("import enum\nE = enum.Enum('E', 'A', module='x')\n", "passes module="),
+    ("import enum\nd = enum.global_enum\n", "uses .global_enum"),
+    ("t = type(run).__mro__\n", "uses .__mro__"),
+    ("import pydantic\n", "imports 'pydantic', a module the gate does not allow"),
+    ("import mako.template\n", "imports 'mako.template', a module the gate does not allow"),
     # format templates that walk attributes
     ("s = '{0.__globals__}'.format(run)\n", "format field {0.__globals__}"),
     ("t = 'a' + '{0.__globals__}'\ns = t.format(run)\n", "on a computed template"),
@@ -161,9 +173,21 @@ def test_issue20_python_routes_are_rejected(code, expected):
     "import math, functools, itertools, dataclasses, typing, contextlib, collections, enum, queue\n"
     "from typing import Optional\nx = math.sqrt(2.0) + len(list(itertools.chain([1], [2])))\n"
     "c = collections.OrderedDict()\nlogger = __name__\n",
+    "def g(x: 'torch.Tensor') -> 'torch.Tensor':\n    return x\n",  # a forward reference: code the gate reads
 ])
 def test_honest_forms_near_the_new_rules_pass(code):
     assert _check(code, head="import torch\nimport triton\n") == ""
+
+
+def test_a_solution_imports_its_own_modules_by_name():
+    """Only torch, triton, numpy, the allowed standard library and the solution's own sources may be imported
+    (round 5): `helpers.py` beside `main.py` is its own; a name no source of it defines is not."""
+    sol = Solution(name="s", definition="d", author="a", spec=BuildSpec(language="triton", entry_point="main.py::run"),
+                   sources=[SourceFile(path="main.py", content="import helpers\n" + KERNEL + RUN),
+                            SourceFile(path="helpers.py", content="import math\nX = math.pi\n")])
+    assert check_static(sol).passed, check_static(sol).reason
+    sol.sources[0] = SourceFile(path="main.py", content="import helperz\n" + KERNEL + RUN)
+    assert "imports 'helperz', a module the gate does not allow" in check_static(sol).reason
 
 
 COOKIE_KERNEL = KERNEL + RUN

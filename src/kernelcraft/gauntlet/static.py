@@ -101,8 +101,10 @@ def check_static(solution: Solution, allow: frozenset[str] = frozenset()) -> Sta
             else:
                 trees[s.path] = tree
     cxx_sources = [s for s in solution.sources if not s.path.endswith(".py")]
+    # the solution's own modules, which its sources may import by absolute name (`helpers.py`, `pkg/__init__.py`)
+    own = frozenset(p.split("/")[0].removesuffix(".py") for p in trees)
     for path, tree in trees.items():
-        findings += python_findings(path, tree)
+        findings += python_findings(path, tree, own)
     findings += cxx_findings(solution, allow)
     if lang == "triton" and not unparsable:
         kernels, launched = set(), set()

@@ -22,9 +22,7 @@ from __future__ import annotations
 
 import ast
 import codecs
-import functools
 import importlib
-import importlib.util
 import io
 import re
 import string
@@ -185,6 +183,19 @@ FORBIDDEN_QUALIFIED = {
     "triton.compiler": ("harness-tamper", "compiles kernels from strings, past the static gate"),
 }
 # Methods the interpreter calls at a time of its own choosing (a collection, the harness reading an output).
+# Attribute names that run a string as code or write another module's globals, through allowed modules (red team
+# round 5, session 32: `functools.singledispatch().register` evaluates annotation strings through
+# typing.get_type_hints; `typing.ForwardRef(s)._evaluate` any expression; `enum.global_enum` / `Enum._convert_` copy
+# a class's members into the module its `__module__` names, the runner's included).
+EVALUATING_ATTRS = {
+    "ForwardRef": "evaluates a string as code", "singledispatch": "evaluates annotation strings as code",
+    "singledispatchmethod": "evaluates annotation strings as code", "__annotations__": "annotation strings are code",
+    "global_enum": "writes another module's globals", "_convert_": "writes another module's globals",
+    "global_enum_repr": "writes another module's globals", "global_flag_repr": "writes another module's globals",
+    "global_str": "writes another module's globals", "__module__": "names the module an enum writes into",
+    "__class__": "walks the class tree", "__mro__": "walks the class tree", "__bases__": "walks the class tree",
+    "__base__": "walks the class tree", "mro": "walks the class tree",
+}
 LATER_HOOKS = {"__del__": "a finalizer", "__torch_function__": "torch's override protocol",
                "__torch_dispatch__": "torch's dispatch protocol"}
 # Forbidden modules whose every class and function is forbidden under any name it is re-exported as.
@@ -195,7 +206,9 @@ TRUSTED_ROOTS = ("torch", "triton", "numpy")
 # The standard library's modules a kernel's Python may import: an allowlist, every other one is refused (a
 # module the gate has not read may re-export anything: ``logging.sys``, ``logging.time`` and
 # ``getattr(logging, "os")`` reached the interpreter, a clock and the operating system past the gate, red team
-# round 4, session 32). The gate imports these too and reads what every name under them is, as for torch.
+# round 4, session 32). The gate imports these too and reads what every name under them is, as for torch. A
+# third-party package is refused too (red team round 5: pydantic, mako and jinja2 run strings as code, and any
+# package may re-export anything); a candidate imports torch, triton, numpy, these and its own modules.
 STDLIB_ALLOWED = frozenset({
     "__future__", "math", "cmath", "functools", "itertools", "collections", "typing", "dataclasses", "enum", "abc",
     "contextlib", "warnings", "numbers", "statistics", "bisect", "heapq", "copy", "fractions", "decimal", "struct",
@@ -243,41 +256,17 @@ def _cookie_on(data: bytes, line: int) -> bool:
 
 
 # ------------------------------------------------------------------------------------------------
-# what a dotted name really is (torch, triton, numpy, the allowed standard library, installed packages)
+# what a dotted name really is (torch, triton, numpy, the allowed standard library)
 
 _MISSING = object()
 _roots: dict[str, object] = {}
 _banned_objects: dict[int, tuple[object, str, str, str]] | None = None  # id -> (obj, class, why, name)
 
 
-@functools.lru_cache(maxsize=256)
-def _installed(name: str) -> bool:
-    """A top-level package installed in this interpreter's site directories (not the standard library, not a
-    folder on the path such as the working directory, where a candidate's own files could be): the
-    environment's code, which the gate may import to read what names under it are."""
-    import os
-    import site
-    import sysconfig
-
-    if name in sys.stdlib_module_names or not name.isidentifier():
-        return False
-    try:
-        spec = importlib.util.find_spec(name)
-    except (ImportError, ValueError):
-        return False
-    if spec is None:
-        return False
-    where = [spec.origin] if spec.origin and spec.origin not in ("built-in", "frozen") else []
-    where += list(spec.submodule_search_locations or [])
-    sites = {os.path.realpath(p) for p in [*site.getsitepackages(), site.getusersitepackages(),
-                                           *(sysconfig.get_paths().get(k, "") for k in ("purelib", "platlib"))] if p}
-    return bool(where) and all(any(os.path.realpath(w).startswith(s + os.sep) for s in sites) for w in where)
-
-
 def resolvable(root: str) -> bool:
-    """Names under this top-level module are read by the gate: torch, triton, numpy, the allowed standard
-    library, and installed packages."""
-    return root in TRUSTED_ROOTS or root in STDLIB_ALLOWED or _installed(root)
+    """Names under this top-level module are read by the gate: torch, triton, numpy and the allowed standard
+    library, the only modules a candidate may import besides its own."""
+    return root in TRUSTED_ROOTS or root in STDLIB_ALLOWED
 
 
 def _root(name: str):
@@ -376,8 +365,8 @@ def _private(part: str) -> bool:
 
 
 class _Checker:
-    def __init__(self, path: str, tree: ast.Module):
-        self.path, self.tree = path, tree
+    def __init__(self, path: str, tree: ast.Module, own: frozenset[str] = frozenset()):
+        self.path, self.tree, self.own = path, tree, own
         self.found: list[str] = []
         self._seen: set[str] = set()
         self.parent: dict[ast.AST, ast.AST] = {}
@@ -459,9 +448,12 @@ class _Checker:
             cls, why = FORBIDDEN_MODULES[top]
             self.add(cls, line, f"{verb} {module!r} ({why})")
             return
-        if top in sys.stdlib_module_names and top not in STDLIB_ALLOWED and not _private(top):
-            self.add("harness-tamper", line, f"{verb} {module!r}, a standard-library module the gate does not "
-                     f"allow (a kernel's Python may import: {', '.join(sorted(STDLIB_ALLOWED - {'__future__'}))})")
+        if top not in TRUSTED_ROOTS and top not in STDLIB_ALLOWED and top not in self.own and not _private(top):
+            kind = "a standard-library module" if top in sys.stdlib_module_names else "a module"
+            self.add("harness-tamper", line, f"{verb} {module!r}, {kind} the gate does not allow (a candidate "
+                     f"imports torch, triton, numpy, its own modules and, of the standard library, "
+                     f"{', '.join(sorted(STDLIB_ALLOWED - {'__future__'}))}: the gate reads what every name "
+                     "under those is; ask for another to be added)")
             return
         for part in module.split(".")[1:]:
             if part in FORBIDDEN_ATTRS:
@@ -496,6 +488,10 @@ class _Checker:
                 cls, why = FORBIDDEN_ATTRS[a.name]
                 self.add(cls, node.lineno, f"imports {a.name!r} from {module!r} ({why})")
                 continue
+            if a.name in EVALUATING_ATTRS:
+                self.add("harness-tamper", node.lineno, f"imports {a.name!r} from {module!r} "
+                         f"({EVALUATING_ATTRS[a.name]})")
+                continue
             qualified = f"{module}.{a.name}"
             obj = resolve(qualified)
             if a.name in FORBIDDEN_MODULES and (obj is _MISSING or isinstance(obj, ModuleType)
@@ -510,6 +506,9 @@ class _Checker:
             self.check_qualified(node, qualified)
 
     def attribute(self, node: ast.Attribute) -> None:
+        if node.attr in EVALUATING_ATTRS:
+            self.add("harness-tamper", node.lineno, f"uses .{node.attr} ({EVALUATING_ATTRS[node.attr]})")
+            return
         if node.attr in FORBIDDEN_ATTRS:
             cls, why = FORBIDDEN_ATTRS[node.attr]
             self.add(cls, node.lineno, f"uses .{node.attr} ({why})")
@@ -533,6 +532,9 @@ class _Checker:
                 elif attr.value in FORBIDDEN_ATTRS:
                     cls, why = FORBIDDEN_ATTRS[attr.value]
                     self.add(cls, node.lineno, f"getattr(..., {attr.value!r}) ({why})")
+                elif attr.value in EVALUATING_ATTRS:
+                    self.add("harness-tamper", node.lineno, f"getattr(..., {attr.value!r}) "
+                             f"({EVALUATING_ATTRS[attr.value]})")
                 elif attr.value in FORBIDDEN_MODULES and attr.value not in AMBIGUOUS_MODULE_NAMES:
                     # as .sys is: getattr(logging, "sys") reached the interpreter (red team round 4, session 32)
                     cls, why = FORBIDDEN_MODULES[attr.value]
@@ -542,6 +544,10 @@ class _Checker:
                         self.check_qualified(node, q)
         if isinstance(node.func, ast.Attribute) and node.func.attr in ("format", "format_map"):
             self._format(node)
+        for kw in node.keywords:
+            if kw.arg in ("module", "qualname"):  # Enum("E", names, module="kernelcraft.runner.main"): its globals
+                self.add("harness-tamper", node.lineno, f"passes {kw.arg}= (an enum's functional form writes the "
+                         "module it names; honest kernels never name a module)")
 
     def _format(self, node: ast.Call) -> None:
         """``"{0.__globals__[sys]}".format(f)`` walks attributes and items by name, like getattr."""
@@ -580,6 +586,9 @@ class _Checker:
             cls, why = FORBIDDEN_NAMES[node.id]
             self.add(cls, node.lineno, f"uses {node.id} ({why})")
             return
+        if node.id.startswith("__") and node.id in EVALUATING_ATTRS:  # `__module__ = "..."` in a class body
+            self.add("harness-tamper", node.lineno, f"uses {node.id} ({EVALUATING_ATTRS[node.id]})")
+            return
         if not isinstance(node.ctx, ast.Load):
             return
         parent = self.parent.get(node)
@@ -604,7 +613,41 @@ class _Checker:
                 self.add("harness-tamper", node.lineno, f"assigns {ast.unparse(t)} "
                          "(patches a library the harness relies on)")
 
+    def _string_annotations(self) -> None:
+        """An annotation written as a string is code that typing (and whatever calls get_type_hints) may
+        evaluate: read as the expression it is, with this file's imports (red team round 5, session 32:
+        ``def f(x: "[__import__('sys')][0]")`` through functools.singledispatch)."""
+        spots: list[ast.AST] = []
+        for node in ast.walk(self.tree):
+            if isinstance(node, ast.arg) and node.annotation is not None:
+                spots.append(node.annotation)
+            elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.returns is not None:
+                spots.append(node.returns)
+            elif isinstance(node, ast.AnnAssign):
+                spots.append(node.annotation)
+        for spot in spots:
+            for c in ast.walk(spot):
+                if not (isinstance(c, ast.Constant) and isinstance(c.value, str)):
+                    continue
+                try:
+                    expr = ast.parse(c.value.strip(), mode="eval").body
+                except (SyntaxError, ValueError):
+                    continue  # not an expression: nothing typing could evaluate
+                sub_tree = ast.Module(body=[ast.Expr(expr)], type_ignores=[])
+                ast.fix_missing_locations(sub_tree)
+                for n in ast.walk(sub_tree):
+                    if hasattr(n, "lineno"):
+                        n.lineno = c.lineno
+                sub = _Checker(self.path, sub_tree, self.own)
+                sub.quals, sub.imported = dict(self.quals), set(self.imported)
+                for f in sub.run():
+                    if f not in self._seen:
+                        self._seen.add(f)
+                        self.found.append(f.replace(f"{self.path}:{c.lineno}: ",
+                                                    f"{self.path}:{c.lineno}: the annotation string ", 1))
+
     def run(self) -> list[str]:
+        self._string_annotations()
         for node in ast.walk(self.tree):
             if isinstance(node, ast.Import | ast.ImportFrom):
                 self.imports(node)
@@ -738,5 +781,6 @@ def _names_with_scope(tree: ast.Module):
     yield from visit(tree, frozenset())
 
 
-def python_findings(path: str, tree: ast.Module) -> list[str]:
-    return _Checker(path, tree).run()
+def python_findings(path: str, tree: ast.Module, own: frozenset[str] = frozenset()) -> list[str]:
+    """``own``: top-level names of the solution's own modules (its sources), which it may import."""
+    return _Checker(path, tree, own).run()

@@ -169,9 +169,19 @@ def _watched() -> dict[str, object]:
 class TamperSnapshot:
     """Identity of every callable the runner relies on, taken before candidate code is imported."""
 
+    # the runner's own modules: every global, data too (red team round 5, session 32: `enum.global_enum` rebound
+    # main.PLAIN_VALUES and checks.launches to members that said yes to everything)
+    HARNESS = ("kernelcraft.runner.checks", "kernelcraft.runner.main", "kernelcraft.runner.shared",
+               "kernelcraft.runner.wire", "kernelcraft.measure.timing")
+
     def __init__(self) -> None:
         self.watched = _watched()
-        self.state = {name: self._callables(obj) for name, obj in self.watched.items()}
+        self.state = {name: self._state(name, obj) for name, obj in self.watched.items()}
+
+    def _state(self, name: str, obj: object) -> dict[str, int]:
+        if name in self.HARNESS:
+            return {k: id(v) for k, v in list(vars(obj).items())}
+        return self._callables(obj)
 
     @staticmethod
     def _callables(obj: object) -> dict[str, int]:
@@ -182,7 +192,7 @@ class TamperSnapshot:
         found = []
         for name, obj in self.watched.items():
             before = self.state[name]
-            now = self._callables(obj)
+            now = self._state(name, obj)
             is_class = isinstance(obj, type)
             for k, ident in now.items():
                 if k in before and before[k] != ident:

@@ -534,9 +534,11 @@ class Runner:
             order = [("noop", lambda: None), ("candidate", fn)] if msg.get("noop", True) else [("candidate", fn)]
             if not msg.get("noop_first"):
                 order.reverse()
+            # through the class: a method set on the clock object itself is never called (red team round 5)
+            clock = type(self.clock)
             for name, f in order:
-                self.clock.run(name, f, 0, block=self.block)
-            got = dict(self.clock.collect())
+                clock.run(self.clock, name, f, 0, block=self.block)
+            got = dict(clock.collect(self.clock))
         except BaseException as e:  # noqa: BLE001
             return {"error": candidate_traceback(e)}
         tails = {n: t[-1] for n, t in self.clock.tails.items()} if self.clock.tails else {}
