@@ -45,7 +45,7 @@ if [ "$l" -gt 60 ]; then
     tasks/rmsnorm/solutions/triton_rowwise.py $A/lazy_outputs.py $A/mutates_inputs_when_timed.py \
     $A/function_mode_defers_work.py $A/trace_hook_defers_work.py $A/finalizer_precomputes.py \
     $A/thread_finishes_timed_outputs.py $A/cheats_when_timed.py $A/audit_hook_defers.py $A/gc_finalizer_defers.py \
-    $A/query_op_hides_torch.py $A/patches_clock_class.py \
+    $A/query_op_hides_torch.py $A/patches_clock_class.py $A/enum_writes_runner_globals.py \
     --device cuda --budget-ms 20 --no-peers --json "$OUT/adversarial_gpu.json" > "$OUT/adversarial_gpu.log" 2>&1
   echo "rc $?"
   python3 - "$OUT/adversarial_gpu.json" <<'PY' 2>&1 | tee "$OUT/adversarial_gpu.txt"
