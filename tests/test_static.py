@@ -151,6 +151,16 @@ def _check(extra: str, head: str = "import torch\n") -> str:
     ("t = type(run).__mro__\n", "uses .__mro__"),
     ("import pydantic\n", "imports 'pydantic', a module the gate does not allow"),
     ("import mako.template\n", "imports 'mako.template', a module the gate does not allow"),
+    # red team round 6 (session 32): ForwardRefs never named, code objects, the stack, metaclasses
+    ("import typing\nr = typing.List['1'].__args__[0]\n", "uses .__args__ (the interpreter's internals"),
+    ("import typing\nr = typing.Optional['1']\nv = r._evaluate({}, {}, frozenset())\n", "uses ._evaluate"),
+    ("def g():\n    yield\nc = g().gi_code\n", "uses .gi_code"),
+    ("def g():\n    yield\nf = type(g)(None, {})\n", "calls type(x)(...)"),
+    ("n = run.co_names\n", "uses .co_names (reads a code object)"),
+    ("import logging\nw = logging.getLogger().findCaller(False, 3)\n", "uses .findCaller"),
+    ("class M(type):\n    pass\n", "class M subclasses a metaclass"),
+    ("class M(type(torch.Tensor)):\n    pass\n", "class M subclasses a metaclass"),
+    ("class A(torch.Tensor, metaclass=type):\n    pass\n", "class A names a metaclass"),
     # format templates that walk attributes
     ("s = '{0.__globals__}'.format(run)\n", "format field {0.__globals__}"),
     ("t = 'a' + '{0.__globals__}'\ns = t.format(run)\n", "on a computed template"),

@@ -196,6 +196,19 @@ EVALUATING_ATTRS = {
     "__class__": "walks the class tree", "__mro__": "walks the class tree", "__bases__": "walks the class tree",
     "__base__": "walks the class tree", "mro": "walks the class tree",
 }
+# Dunder attributes a kernel's Python reads; every other one is the interpreter's internals (red team round 6,
+# session 32: `typing.List["..."].__args__[0]` is a ForwardRef that evaluates its string; `__forward_code__`,
+# a generator's code object renamed with `.replace(co_names=...)` and rebuilt by `type(fn)(code, {})` reached
+# sys with no library at all).
+DUNDER_ALLOWED = frozenset({"__init__", "__version__", "__name__", "__qualname__", "__doc__", "__call__", "__enter__",
+                            "__exit__", "__len__", "__getitem__", "__setitem__", "__iter__", "__next__", "__contains__"})
+# Other attribute names that reach code objects or the stack (name prefixes: `co_`).
+INTROSPECTING_ATTRS = {
+    "gi_code": "reaches a code object", "cr_code": "reaches a code object", "ag_code": "reaches a code object",
+    "f_code": "reaches a code object", "_evaluate": "evaluates a string as code",
+    "findCaller": "reads the stack (tells a timed call from a checked one)",
+    "currentframe": "reads the stack (tells a timed call from a checked one)",
+}
 LATER_HOOKS = {"__del__": "a finalizer", "__torch_function__": "torch's override protocol",
                "__torch_dispatch__": "torch's dispatch protocol"}
 # Forbidden modules whose every class and function is forbidden under any name it is re-exported as.
@@ -517,6 +530,10 @@ class _Checker:
             cls, why = FORBIDDEN_MODULES[node.attr]
             self.add(cls, node.lineno, f"reaches the module {node.attr!r} through .{node.attr} ({why})")
             return
+        why = _introspecting(node.attr)
+        if why:
+            self.add("harness-tamper", node.lineno, f"uses .{node.attr} ({why})")
+            return
         for q in sorted(self.qualify(node)):
             self.check_qualified(node, q)
 
@@ -532,6 +549,8 @@ class _Checker:
                 elif attr.value in FORBIDDEN_ATTRS:
                     cls, why = FORBIDDEN_ATTRS[attr.value]
                     self.add(cls, node.lineno, f"getattr(..., {attr.value!r}) ({why})")
+                elif _introspecting(attr.value):
+                    self.add("harness-tamper", node.lineno, f"getattr(..., {attr.value!r}) ({_introspecting(attr.value)})")
                 elif attr.value in EVALUATING_ATTRS:
                     self.add("harness-tamper", node.lineno, f"getattr(..., {attr.value!r}) "
                              f"({EVALUATING_ATTRS[attr.value]})")
@@ -544,6 +563,9 @@ class _Checker:
                         self.check_qualified(node, q)
         if isinstance(node.func, ast.Attribute) and node.func.attr in ("format", "format_map"):
             self._format(node)
+        if isinstance(node.func, ast.Call) and isinstance(node.func.func, ast.Name) and node.func.func.id == "type":
+            self.add("harness-tamper", node.lineno, "calls type(x)(...) (builds an object of another's class: a "
+                     "function from a code object, a class from a metaclass)")
         for kw in node.keywords:
             if kw.arg in ("module", "qualname"):  # Enum("E", names, module="kernelcraft.runner.main"): its globals
                 self.add("harness-tamper", node.lineno, f"passes {kw.arg}= (an enum's functional form writes the "
@@ -646,7 +668,21 @@ class _Checker:
                         self.found.append(f.replace(f"{self.path}:{c.lineno}: ",
                                                     f"{self.path}:{c.lineno}: the annotation string ", 1))
 
+    def classdef(self, node: ast.ClassDef) -> None:
+        """A metaclass answers the harness's own questions about a class (round 6: its `__eq__` made a tensor
+        subclass equal to `float` in the runner's plain-value test)."""
+        if any(kw.arg == "metaclass" for kw in node.keywords):
+            self.add("harness-tamper", node.lineno, f"class {node.name} names a metaclass (a metaclass's methods "
+                     "answer the harness's questions about the class)")
+        for b in node.bases:
+            if (isinstance(b, ast.Name) and b.id == "type") or (isinstance(b, ast.Call) and isinstance(b.func, ast.Name)
+                                                              and b.func.id == "type"):
+                self.add("harness-tamper", node.lineno, f"class {node.name} subclasses a metaclass")
+
     def run(self) -> list[str]:
+        for node in ast.walk(self.tree):
+            if isinstance(node, ast.ClassDef):
+                self.classdef(node)
         self._string_annotations()
         for node in ast.walk(self.tree):
             if isinstance(node, ast.Import | ast.ImportFrom):
@@ -686,6 +722,18 @@ def _later_hook(node: ast.AST) -> str:
     else:
         return ""
     return name if name in LATER_HOOKS else ""
+
+
+def _introspecting(attr: str) -> str:
+    """Why an attribute name reaches the interpreter's internals, or ""."""
+    if attr in INTROSPECTING_ATTRS:
+        return INTROSPECTING_ATTRS[attr]
+    if attr.startswith("co_"):
+        return "reads a code object"
+    if attr.startswith("__") and attr.endswith("__") and len(attr) > 4 and attr not in DUNDER_ALLOWED:
+        return (f"the interpreter's internals; of the dunder attributes a kernel reads only "
+                f"{', '.join(sorted(DUNDER_ALLOWED))}")
+    return ""
 
 
 def _format_fields(text: str) -> list[str]:

@@ -123,6 +123,11 @@ def _attrs(t: Any) -> dict:
     return object.__getattribute__(t, "__dict__")
 
 
+def _shape(obj: Any) -> list[tuple[str, int]]:
+    """An object's attribute names and the identity of each value's exact type (no == of anyone's)."""
+    return sorted((k, id(type(v))) for k, v in dict.items(object.__getattribute__(obj, "__dict__")))
+
+
 def _keys(d: dict) -> list[str]:
     """A returned dict's keys for a message, read without calling any of their methods."""
     return sorted(k if type(k) is str else f"<{_type_name(type(k))}>" for k in dict.keys(d))
@@ -176,7 +181,9 @@ def not_plain(outputs: list[Any], names: list[str]) -> str:
             return (f"[harness-tamper] output {name!r} carries attributes "
                     f"({', '.join(sorted(map(str, _attrs(out)))[:3])}): an object "
                     "hung on it would run its finalizer whenever the harness drops it")
-        if type(out) is torch.Tensor or type(out) in PLAIN_VALUES:
+        # by identity: `type(out) in PLAIN_VALUES` compares with ==, which a metaclass's __eq__ answers (red team
+        # round 6, session 32: a lazy tensor subclass counted as a float and ran its kernel in `collect`)
+        if type(out) is torch.Tensor or any(type(out) is t for t in PLAIN_VALUES):
             continue
         what = _type_name(type(out), qualified=True)
         return (f"[not-a-plain-tensor] output {name!r} is a {what}; outputs must be plain torch.Tensor objects "
@@ -382,17 +389,21 @@ class Runner:
         desc = []
         with checks.harness_reads():  # no candidate mode or override intercepts these reads
             for out, slot, view in zip(outputs, self.out_slots, self.out_views, strict=True):
-                if isinstance(out, torch.Tensor):
-                    d = {"shape": list(out.shape), "dtype": dtype_name(out.dtype), "device": out.device.type}
-                    if slot is not None and tuple(out.shape) == slot.shape and d["dtype"] == slot.dtype \
-                            and out.device.type == view.device.type:
-                        if out.data_ptr() != view.data_ptr():
+                # exact types and torch's own methods only: a subclass's (or a metaclass's) methods are candidate
+                # code, which would run here, after the timer (red team round 6)
+                T = torch.Tensor
+                if type(out) is T:
+                    d = {"shape": list(T.size(out)), "dtype": dtype_name(T.dtype.__get__(out)),
+                         "device": T.device.__get__(out).type}
+                    if slot is not None and tuple(T.size(out)) == slot.shape and d["dtype"] == slot.dtype \
+                            and d["device"] == view.device.type:
+                        if T.data_ptr(out) != view.data_ptr():
                             view.copy_(out)
                         d["stored"] = True
-                    elif slot is None and out.numel() == 1:
-                        d["value"] = out.item()
+                    elif slot is None and T.numel(out) == 1:
+                        d["value"] = T.item(out)
                     desc.append(d)
-                elif isinstance(out, bool | int | float):
+                elif any(type(out) is t for t in (bool, int, float)):
                     desc.append({"value": out})
                 else:
                     desc.append({"type": _type_name(type(out))})
@@ -512,6 +523,7 @@ class Runner:
         # eager call, which may wait for the device and so for the spin)
         self.block = bool(msg.get("block")) and graph is not None
         self.clock = clock_for(self.device, block=self.block)
+        self.clock_shape = _shape(self.clock)
         return {"graph": graph is not None, "graph_error": error, "ops": audit.ops}
 
     def rep(self, msg: dict, fds: list[int]) -> dict:
@@ -538,6 +550,10 @@ class Runner:
             clock = type(self.clock)
             for name, f in order:
                 clock.run(self.clock, name, f, 0, block=self.block)
+            if _shape(self.clock) != self.clock_shape:  # before `collect`, which makes its sample list anew
+                # its sample list swapped for a subclass that divides what it is given (red team round 6)
+                return {"error": "", "finding": "[harness-tamper] the timer's clock object was changed during a "
+                        "timed call"}
             got = dict(clock.collect(self.clock))
         except BaseException as e:  # noqa: BLE001
             return {"error": candidate_traceback(e)}
