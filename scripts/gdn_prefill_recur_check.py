@@ -1,4 +1,4 @@
-"""gdn_prefill's short-input path (candidates/triton_chunk10.py `_recur`) on CPU: max |error| against the definition's
+"""gdn_prefill's short-input path (solutions/triton_chunk10.py `_recur`) on CPU: max |error| against the definition's
 float64 reference, the contract's tolerances, empty sequences bit for bit, and the long path's identity with chunk8.
 No GPU needed.
 
@@ -45,9 +45,9 @@ CASES = {
     "long": ([5, 0, 70], {}),  # T 75 > RECUR_MAX_T: chunk8's chunked path, bit for bit
 }
 VARIANTS = {
-    "chunk10": ("candidates/triton_chunk10.py", {}),
-    "chunk10_tiles": ("candidates/triton_chunk10.py", {"CPU_TILES": True}),
-    "chunk10_noprefetch": ("candidates/triton_chunk10.py", {"RECUR_PREFETCH": False}),
+    "chunk10": ("solutions/triton_chunk10.py", {}),
+    "chunk10_tiles": ("solutions/triton_chunk10.py", {"CPU_TILES": True}),
+    "chunk10_noprefetch": ("solutions/triton_chunk10.py", {"RECUR_PREFETCH": False}),
     "chunk8": ("solutions/triton_chunk8.py", {}),
 }
 

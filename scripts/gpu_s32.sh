@@ -29,9 +29,10 @@ TESTS_S=${TESTS_S:-150} bash scripts/gpu_tests.sh \
   tests/test_gpu_measure.py::test_side_stream_work_is_seen_as_escaped
 lim=$(( $(left) - ${ADV_S:-70} ))
 if [ "$lim" -ge 250 ]; then
+  GDN=tasks/gdn_prefill/candidates/triton_chunk10.py; [ -f "$GDN" ] || GDN=tasks/gdn_prefill/solutions/triton_chunk10.py  # promoted after this run
   echo "=== gdn_prefill: chunk10 beside both peers (limit $lim s)"; t0=$(date +%s)
   AT=$(( lim - 20 )) FILE="$OUT/stacks_gdn_prefill.txt" bash scripts/dump_stacks.sh "$lim" python3 -m kernelcraft eval \
-    tasks/gdn_prefill tasks/gdn_prefill/candidates/triton_chunk10.py --device cuda --peers --budget-ms 200 --confirm \
+    tasks/gdn_prefill "$GDN" --device cuda --peers --budget-ms 200 --confirm \
     --json "$OUT/gdn_prefill.json" > "$OUT/gdn_prefill.log" 2>&1
   echo "rc $? $(( $(date +%s) - t0 )) s"; quiet < "$OUT/gdn_prefill.log" | grep -v "^  [a-z_.:0-9]*: [a-z]" | tail -30 | cut -c1-200
 else

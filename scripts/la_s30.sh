@@ -39,7 +39,7 @@ judge() {  # task, reserve (s), files...
     --confirm --json "$OUT/$task.json" > "$OUT/$task.log" 2>&1
   echo "rc $? $(( $(date +%s) - t0 )) s"; quiet < "$OUT/$task.log" | grep -v "^  [a-z_.:0-9]*: [a-z]" | tail -30 | cut -c1-200
 }
-GDN_SOL=tasks/gdn_prefill/solutions/triton_chunk8.py GDN_CAND=tasks/gdn_prefill/candidates/triton_chunk10.py
+GDN_SOL=tasks/gdn_prefill/solutions/triton_chunk8.py GDN_CAND=tasks/gdn_prefill/solutions/triton_chunk10.py
 KDA_SOL=tasks/kda_prefill/solutions/triton_intra5.py KDA_CAND=tasks/kda_prefill/candidates/triton_intra7.py
 [ "${SKIP_SWEEP:-0}" = 1 ] || { sweep gdn_prefill $GDN_SOL $GDN_CAND; sweep kda_prefill $KDA_SOL $KDA_CAND; }
 # the candidates at their files' own CONFIG (set RECUR_MAX_T in the file from the sweep before a second call)

@@ -18,7 +18,7 @@ if [ "${SKIP_SWEEP:-0}" != 1 ]; then
   source scripts/device_wheels.sh
   PEER_WHEELS=.whl-peers/c1 source scripts/peer_wheels.sh small > "$OUT/peer_wheels.log" 2>&1 || echo "peer wheels: install failed"
   export KERNELCRAFT_CACHE=/tmp/kc_cache
-  for spec in "gdn_prefill tasks/gdn_prefill/solutions/triton_chunk8.py tasks/gdn_prefill/candidates/triton_chunk10.py" \
+  for spec in "gdn_prefill tasks/gdn_prefill/solutions/triton_chunk8.py tasks/gdn_prefill/solutions/triton_chunk10.py" \
               "kda_prefill tasks/kda_prefill/solutions/triton_intra5.py tasks/kda_prefill/candidates/triton_intra7.py"; do
     set -- $spec
     echo "=== graph sweep: $1 ($(left) s left)"
@@ -27,6 +27,6 @@ if [ "${SKIP_SWEEP:-0}" != 1 ]; then
   done
 fi
 SKIP_SWEEP=1 DEADLINE=$(left) OUT="$OUT" \
-  GDN_FILES=${GDN_FILES:-tasks/gdn_prefill/candidates/triton_chunk10.py} \
+  GDN_FILES=${GDN_FILES:-tasks/gdn_prefill/solutions/triton_chunk10.py} \
   KDA_FILES=${KDA_FILES:-tasks/kda_prefill/candidates/triton_intra7.py} KDA_RESERVE=${KDA_RESERVE:-270} \
   bash scripts/la_s30.sh

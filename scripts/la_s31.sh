@@ -19,7 +19,7 @@ quiet() { grep -v "Warning\|warn(\|leaked\|nanobind"; }
 TASKS=${TASKS:-${TASK:-gdn_prefill kda_prefill}}
 files() {  # task -> "promoted candidate"
   case "$1" in
-    gdn_prefill) echo "tasks/gdn_prefill/solutions/triton_chunk8.py ${GDN_CAND:-tasks/gdn_prefill/candidates/triton_chunk10.py}" ;;
+    gdn_prefill) echo "tasks/gdn_prefill/solutions/triton_chunk8.py ${GDN_CAND:-tasks/gdn_prefill/solutions/triton_chunk10.py}" ;;
     kda_prefill) echo "tasks/kda_prefill/solutions/triton_intra5.py ${KDA_CAND:-tasks/kda_prefill/candidates/triton_intra7.py}" ;;
     *) echo "unknown task $1 (gdn_prefill or kda_prefill)" >&2; return 2 ;;
   esac
