@@ -213,6 +213,7 @@ class TamperSnapshot:
 
 _refused_audit_hooks: list[str] = []  # what tried to add an audit hook after the runner's own
 _monitoring_tools: set[int] | None = None  # sys.monitoring tool ids in use before the candidate's import
+_hooks_closed = False  # close_interpreter_hooks ran in this process (a candidate's runner)
 
 
 def close_interpreter_hooks() -> None:
@@ -228,7 +229,7 @@ def close_interpreter_hooks() -> None:
     import gc
     import sys
 
-    global _monitoring_tools
+    global _monitoring_tools, _hooks_closed
 
     def refuse(event: str, args: tuple) -> None:
         if event == "sys.addaudithook":
@@ -239,6 +240,7 @@ def close_interpreter_hooks() -> None:
     gc.disable()
     mon = getattr(sys, "monitoring", None)
     _monitoring_tools = {t for t in range(6) if mon.get_tool(t) is not None} if mon is not None else set()
+    _hooks_closed = True
 
 
 def hooks_installed() -> list[str]:
@@ -278,7 +280,7 @@ def hooks_installed() -> list[str]:
             found.append(f"sys.monitoring tool(s) registered: {', '.join(str(mon.get_tool(t)) for t in new)}")
     import gc
 
-    if _monitoring_tools is not None and gc.isenabled():
+    if _hooks_closed and gc.isenabled():
         found.append("the garbage collector re-enabled")
     return found
 
