@@ -161,6 +161,10 @@ def _check(extra: str, head: str = "import torch\n") -> str:
     ("class M(type):\n    pass\n", "class M subclasses a metaclass"),
     ("class M(type(torch.Tensor)):\n    pass\n", "class M subclasses a metaclass"),
     ("class A(torch.Tensor, metaclass=type):\n    pass\n", "class A names a metaclass"),
+    # red team round 7 (session 32): dataclasses exec text built from field names; a class namespace as data
+    ("import dataclasses\n", "imports 'dataclasses', a standard-library module the gate does not allow"),
+    ("C = type('C', (), {})\n", "calls type(name, bases, namespace)"),
+    ("ns = {'__annotations__': {}}\n", "spells '__annotations__' in a string"),
     # format templates that walk attributes
     ("s = '{0.__globals__}'.format(run)\n", "format field {0.__globals__}"),
     ("t = 'a' + '{0.__globals__}'\ns = t.format(run)\n", "on a computed template"),
@@ -180,10 +184,11 @@ def test_issue20_python_routes_are_rejected(code, expected):
     "s = 'row {} of {}'.format(1, 2)\n",
     "import logging.handlers\n",  # spawns_thread.py needs it to reach the run-time [threads] gate
     # the allowed standard library, read through as torch is
-    "import math, functools, itertools, dataclasses, typing, contextlib, collections, enum, queue\n"
+    "import math, functools, itertools, typing, contextlib, collections, enum, queue\n"
     "from typing import Optional\nx = math.sqrt(2.0) + len(list(itertools.chain([1], [2])))\n"
     "c = collections.OrderedDict()\nlogger = __name__\n",
     "def g(x: 'torch.Tensor') -> 'torch.Tensor':\n    return x\n",  # a forward reference: code the gate reads
+    "if __name__ == '__main__':\n    pass\n",
 ])
 def test_honest_forms_near_the_new_rules_pass(code):
     assert _check(code, head="import torch\nimport triton\n") == ""

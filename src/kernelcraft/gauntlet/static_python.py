@@ -221,9 +221,10 @@ TRUSTED_ROOTS = ("torch", "triton", "numpy")
 # ``getattr(logging, "os")`` reached the interpreter, a clock and the operating system past the gate, red team
 # round 4, session 32). The gate imports these too and reads what every name under them is, as for torch. A
 # third-party package is refused too (red team round 5: pydantic, mako and jinja2 run strings as code, and any
-# package may re-export anything); a candidate imports torch, triton, numpy, these and its own modules.
+# package may re-export anything); a candidate imports torch, triton, numpy, these and its own modules. Not
+# dataclasses: it `exec`s text built from field names, and a field name can hold any code (red team round 7).
 STDLIB_ALLOWED = frozenset({
-    "__future__", "math", "cmath", "functools", "itertools", "collections", "typing", "dataclasses", "enum", "abc",
+    "__future__", "math", "cmath", "functools", "itertools", "collections", "typing", "enum", "abc",
     "contextlib", "warnings", "numbers", "statistics", "bisect", "heapq", "copy", "fractions", "decimal", "struct",
     "array", "re", "json", "hashlib", "logging", "textwrap", "keyword", "queue",
 })
@@ -566,6 +567,9 @@ class _Checker:
         if isinstance(node.func, ast.Call) and isinstance(node.func.func, ast.Name) and node.func.func.id == "type":
             self.add("harness-tamper", node.lineno, "calls type(x)(...) (builds an object of another's class: a "
                      "function from a code object, a class from a metaclass)")
+        if isinstance(node.func, ast.Name) and node.func.id == "type" and len(node.args) + len(node.keywords) > 1:
+            self.add("harness-tamper", node.lineno, "calls type(name, bases, namespace) (a class built from a "
+                     "dictionary the gate reads as data: its names and annotations; write a class statement)")
         for kw in node.keywords:
             if kw.arg in ("module", "qualname"):  # Enum("E", names, module="kernelcraft.runner.main"): its globals
                 self.add("harness-tamper", node.lineno, f"passes {kw.arg}= (an enum's functional form writes the "
@@ -696,6 +700,10 @@ class _Checker:
                 self.attribute(node)
             elif isinstance(node, ast.Assign | ast.AugAssign | ast.AnnAssign | ast.Delete):
                 self.assignment(node)
+            spelled = _dunder_string(node)
+            if spelled and not _later_hook(node):
+                self.add("harness-tamper", node.lineno, f"spells {spelled!r} in a string (a name the interpreter gives "
+                         "meaning to, set or read as data past the gate's attribute rules)")
             hook = _later_hook(node)
             if hook:
                 self.add("harness-tamper", node.lineno, f"binds {hook} ({LATER_HOOKS[hook]}: candidate code the "
@@ -722,6 +730,17 @@ def _later_hook(node: ast.AST) -> str:
     else:
         return ""
     return name if name in LATER_HOOKS else ""
+
+
+def _dunder_string(node: ast.AST) -> str:
+    """A string constant spelling a dunder name outside DUNDER_ALLOWED (``{"__annotations__": ...}`` as a class
+    namespace handed to type() or dataclasses: red team round 7), or ""."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        v = node.value
+        if v.startswith("__") and v.endswith("__") and len(v) > 4 and v.isidentifier() \
+                and v not in DUNDER_ALLOWED and v != "__main__":
+            return v
+    return ""
 
 
 def _introspecting(attr: str) -> str:

@@ -585,7 +585,11 @@ class Runner:
         if self.dps:
             outputs = list(self.out_views)
         else:  # normalized inside the timed call already: a list, read as a list
-            outputs = list(list.__iter__(returned if graph is not None else returned[0]))
+            held = returned if graph is not None else (list.__getitem__(returned, 0) if type(returned) is list else None)
+            if type(held) is not list:  # the runner's own holder replaced (red team round 7: a lazy one)
+                return {"outputs": [], "finding": "[harness-tamper] the runner's record of the timed call's outputs "
+                        "was replaced"}
+            outputs = list(list.__iter__(held))
             if not_plain(outputs, self.output_names):
                 return {"outputs": []}  # the rep reported it; nothing of it is read here
         return {"outputs": self._store(outputs)}
