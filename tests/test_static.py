@@ -165,6 +165,10 @@ def _check(extra: str, head: str = "import torch\n") -> str:
     ("import dataclasses\n", "imports 'dataclasses', a standard-library module the gate does not allow"),
     ("C = type('C', (), {})\n", "calls type(name, bases, namespace)"),
     ("ns = {'__annotations__': {}}\n", "spells '__annotations__' in a string"),
+    # red team round 8 (session 32): torch's code generators
+    ("g = torch.fx.Graph()\n", "uses torch.fx (generates Python from the caller's strings"),
+    ("from torch.fx import GraphModule\n", "uses torch.fx"),
+    ("f = torch.jit.CompilationUnit\n", "uses torch.jit"),
     # format templates that walk attributes
     ("s = '{0.__globals__}'.format(run)\n", "format field {0.__globals__}"),
     ("t = 'a' + '{0.__globals__}'\ns = t.format(run)\n", "on a computed template"),

@@ -173,6 +173,11 @@ FORBIDDEN_QUALIFIED = {
     "torch.overrides": ("harness-tamper", "intercepts every torch call, the harness's checks included"),
     "torch.utils._python_dispatch": ("harness-tamper", "intercepts every torch op, the harness's checks included"),
     "torch.utils.benchmark": ("harness-tamper", "runs strings as code (timeit)"),
+    # code generators that exec text built from the caller's strings (red team round 8, session 32: a torch.fx
+    # placeholder's target became a default argument of the generated forward, run at import)
+    "torch.fx": ("harness-tamper", "generates Python from the caller's strings and runs it"),
+    "torch.jit": ("harness-tamper", "compiles and runs code from strings"),
+    "torch.export": ("harness-tamper", "generates Python and runs it"),
     "torch.compile": ("torch-compute", "generates kernels from torch code at run time"),
     "torch.cuda.graph": ("escaped-timer", "captures its own CUDA graph (on a side stream)"),
     "torch.cuda.graphs": ("escaped-timer", "captures its own CUDA graph (on a side stream)"),
@@ -212,7 +217,7 @@ INTROSPECTING_ATTRS = {
 LATER_HOOKS = {"__del__": "a finalizer", "__torch_function__": "torch's override protocol",
                "__torch_dispatch__": "torch's dispatch protocol"}
 # Forbidden modules whose every class and function is forbidden under any name it is re-exported as.
-INTERCEPTING = ("torch.overrides", "torch.utils._python_dispatch")
+INTERCEPTING = ("torch.overrides", "torch.utils._python_dispatch", "torch.fx", "torch.jit", "torch.export")
 # Libraries every honest solution imports anyway: the gate imports them too, to see what a name
 # under them really is (only their module dictionaries are read; nothing is called).
 TRUSTED_ROOTS = ("torch", "triton", "numpy")

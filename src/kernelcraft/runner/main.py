@@ -128,6 +128,22 @@ def _shape(obj: Any) -> list[tuple[str, int]]:
     return sorted((k, id(type(v))) for k, v in dict.items(object.__getattribute__(obj, "__dict__")))
 
 
+def _runner_tampered(runner: Any) -> str:
+    """The runner object itself changed (red team rounds 7-8, session 32: code run past the gate walked the frames
+    to it, replaced `timed` with a spin and shadowed `_args` with an instance attribute that ran the kernel before
+    the timer). A speed bump for code that already runs in this process (docs/integrity.md section 6)."""
+    d = dict(object.__getattribute__(runner, "__dict__"))
+    shadowed = sorted(k for k in d if k in type.__dict__["__dict__"].__get__(Runner))
+    if shadowed:
+        return f"[harness-tamper] the runner's {', '.join(shadowed[:3])} shadowed by instance attributes"
+    held = d.get("timed_set")
+    timed = d.get("timed")
+    if held is not None and (timed is not held[0] or type(timed) is not tuple or len(timed) != 3
+                             or any(a is not b for a, b in zip(tuple.__iter__(timed), held[1:], strict=False))):
+        return "[harness-tamper] the runner's timed call was replaced"
+    return ""
+
+
 def _keys(d: dict) -> list[str]:
     """A returned dict's keys for a message, read without calling any of their methods."""
     return sorted(k if type(k) is str else f"<{_type_name(type(k))}>" for k in dict.keys(d))
@@ -209,6 +225,7 @@ class Runner:
         self.input_names: list[str] = []
         self.output_names: list[str] = []
         self.timed = None  # (callable for one timed call, graph or None, captured return value)
+        self.timed_set = None  # (self.timed, its three items) as prepare_timing set them (_runner_tampered)
         self.rep_args: list[Any] | None = None  # an eager timed call's argument views, new for each rep
         self.spent_args: list[list[Any]] = []  # earlier reps' views, dropped when the timing ends
         self.is_trusted = False
@@ -341,7 +358,7 @@ class Runner:
     def map_arena(self, msg: dict, fds: list[int]) -> dict:
         from kernelcraft.runner.shared import Slot, open_arena
 
-        self.timed = self.last = None
+        self.timed = self.last = self.timed_set = None
         if msg.get("reuse"):  # a new placement in the arena already mapped (the judge's, same size)
             if fds or self.arena is None or int(msg["size"]) != self.arena.size:
                 return {"harness_error": f"an arena reuse came with {len(fds)} descriptors and size {msg['size']}"}
@@ -519,6 +536,7 @@ class Runner:
                     kept[0] = plain()
 
             self.timed = (keep, None, kept)
+        self.timed_set = (self.timed, *self.timed)
         # the judge's timing policy: a blocking kernel ahead of each graph replay's turn (never for an
         # eager call, which may wait for the device and so for the spin)
         self.block = bool(msg.get("block")) and graph is not None
@@ -530,6 +548,9 @@ class Runner:
         from kernelcraft.runner import checks
         from kernelcraft.solution._traceback import candidate_traceback
 
+        finding = _runner_tampered(self)
+        if finding:
+            return {"error": "", "finding": finding}
         fn = self.timed[0]
         eager = self.timed[1] is None
         if eager and self.prepare is None:
@@ -538,7 +559,7 @@ class Runner:
             # refill and the timer, on this call's inputs (red team round 3, session 31)
             if self.rep_args is not None:
                 self.spent_args.append(self.rep_args)
-            self.rep_args = self._args()
+            self.rep_args = Runner._args(self)  # through the class: an instance attribute would shadow it
         threads = checks.python_threads()
         try:
             # the no-op (the tail of a call that leaves nothing running) only on the reps the judge asks
@@ -578,7 +599,7 @@ class Runner:
     def collect(self, msg: dict, fds: list[int]) -> dict:
         from kernelcraft.runner import checks
 
-        finding = "" if self.is_trusted else checks.hooks_finding("before the outputs were read")
+        finding = "" if self.is_trusted else (checks.hooks_finding("before the outputs were read") or _runner_tampered(self))
         if finding:
             return {"outputs": [], "finding": finding}
         _, graph, returned = self.timed
