@@ -20,20 +20,8 @@ TESTS_S=$(( $(left) / 2 )) bash scripts/gpu_tests.sh \
 l=$(left)
 if [ "$l" -gt 60 ]; then
   echo "=== adversarial fixtures on the GPU ($l s left)"
-  A=tests/fixtures/adversarial
-  KERNELCRAFT_TEST_NO_STATIC_GATE=1 timeout $(( l - 15 )) python3 -m kernelcraft eval tasks/rmsnorm \
-    tasks/rmsnorm/solutions/triton_rowwise.py $A/lazy_outputs.py $A/mutates_inputs_when_timed.py \
-    $A/function_mode_defers_work.py $A/trace_hook_defers_work.py $A/finalizer_precomputes.py \
-    $A/thread_finishes_timed_outputs.py $A/cheats_when_timed.py \
-    --device cuda --budget-ms 20 --no-peers --json "$OUT/adversarial_gpu.json" > "$OUT/adversarial_gpu.log" 2>&1
-  echo "rc $?"
-  python3 - "$OUT/adversarial_gpu.json" <<'PY' 2>&1 | tee "$OUT/adversarial_gpu.txt"
-import json, sys, tomllib
-exp = tomllib.load(open("tests/fixtures/adversarial/expected.toml", "rb"))
-for s in json.load(open(sys.argv[1]))["solutions"]:
-    e = exp.get(s["name"], {})
-    print(s["name"], s["status"], "(CPU batch expects", e.get("status", "-") + ")", (s.get("reason") or "")[:200])
-PY
+  bash scripts/adversarial_gpu.sh $(( l - 15 )) lazy_outputs mutates_inputs_when_timed function_mode_defers_work \
+    trace_hook_defers_work finalizer_precomputes thread_finishes_timed_outputs cheats_when_timed
 fi
 echo "=== done in $(( $(date +%s) - start )) s"
 bash scripts/pack_out.sh

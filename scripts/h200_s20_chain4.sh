@@ -20,17 +20,7 @@ python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --tar
 export PYTHONPATH=/tmp/fi-cache:/tmp/site:/tmp/site/nvidia_cutlass_dsl/dsl_packages:$PWD/src FLASHINFER_DISABLE_JIT=1
 export KERNELCRAFT_CACHE=/tmp/kc_cache
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv | tee "$OUT/gpu.txt"
-python3 - <<'PY' 2>&1 | grep -v Warning | tee "$OUT/peers_import.txt"
-import os, site
-for e in os.environ.get("PYTHONPATH", "").split(":"):
-    if e and os.path.isdir(e) and any(f.endswith(".pth") for f in os.listdir(e)):
-        site.addsitedir(e)
-for m in ("quack", "liger_kernel", "fla", "flashinfer", "cutlass"):
-    try:
-        mod = __import__(m); print(m, getattr(mod, "__version__", "?"))
-    except Exception as e:
-        print(m, "FAILED", type(e).__name__, str(e)[:200])
-PY
+python3 scripts/peers_import.py 2>&1 | grep -v Warning | tee "$OUT/peers_import.txt"
 grep -q "^quack FAILED" "$OUT/peers_import.txt" && { echo "quack does not import: stopping"; bash scripts/pack_out.sh; exit 1; }
 TASKS="${TASKS:-fused_add_rmsnorm rmsnorm softmax layernorm rope cross_entropy}" \
   DEADLINE=$(( ${DEADLINE:-550} - ($(date +%s) - start) )) bash scripts/s19_catalog_evals.sh

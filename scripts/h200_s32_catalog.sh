@@ -21,17 +21,7 @@ fi
 export PYTHONPATH=/tmp/fi-cache:/tmp/site:/tmp/site/nvidia_cutlass_dsl/dsl_packages:$PWD/src FLASHINFER_DISABLE_JIT=1
 export KERNELCRAFT_CACHE=/tmp/kc_cache
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv | tee "$OUT/gpu.txt"
-python3 - <<'PY' 2>&1 | grep -v Warning | tee "$OUT/peers_import.txt"
-import os, site
-for e in os.environ.get("PYTHONPATH", "").split(":"):
-    if e and os.path.isdir(e) and any(f.endswith(".pth") for f in os.listdir(e)):
-        site.addsitedir(e)
-for m in ("quack", "liger_kernel", "fla", "flashinfer", "cutlass"):
-    try:
-        mod = __import__(m); print(m, getattr(mod, "__version__", "?"))
-    except Exception as e:
-        print(m, "FAILED", type(e).__name__, str(e)[:200])
-PY
+python3 scripts/peers_import.py 2>&1 | grep -v Warning | tee "$OUT/peers_import.txt"
 QUACK_TASKS="softmax fused_add_rmsnorm rmsnorm layernorm cross_entropy rope"
 T=${TASKS:-softmax fused_add_rmsnorm rmsnorm layernorm cross_entropy rope silu_mul gelu_tanh_mul}
 if grep -q "^quack FAILED" "$OUT/peers_import.txt"; then

@@ -187,19 +187,24 @@ FORBIDDEN_QUALIFIED = {
     "triton.compile": ("harness-tamper", "compiles kernels from strings, past the static gate"),
     "triton.compiler": ("harness-tamper", "compiles kernels from strings, past the static gate"),
 }
-# Methods the interpreter calls at a time of its own choosing (a collection, the harness reading an output).
-# Attribute names that run a string as code or write another module's globals, through allowed modules (red team
-# round 5, session 32: `functools.singledispatch().register` evaluates annotation strings through
-# typing.get_type_hints; `typing.ForwardRef(s)._evaluate` any expression; `enum.global_enum` / `Enum._convert_` copy
-# a class's members into the module its `__module__` names, the runner's included).
-EVALUATING_ATTRS = {
+# Attribute names that reach the interpreter's internals through allowed modules, with why (also: names starting
+# `co_`, and dunder names outside DUNDER_ALLOWED: `_internal`). Red team round 5, session 32:
+# `functools.singledispatch().register` evaluates annotation strings through typing.get_type_hints;
+# `typing.ForwardRef(s)._evaluate` any expression; `enum.global_enum` / `Enum._convert_` copy a class's members into the
+# module its `__module__` names, the runner's included. Round 6: code objects and the stack.
+INTERNAL_ATTRS = {
     "ForwardRef": "evaluates a string as code", "singledispatch": "evaluates annotation strings as code",
     "singledispatchmethod": "evaluates annotation strings as code", "__annotations__": "annotation strings are code",
+    "_evaluate": "evaluates a string as code",
     "global_enum": "writes another module's globals", "_convert_": "writes another module's globals",
     "global_enum_repr": "writes another module's globals", "global_flag_repr": "writes another module's globals",
     "global_str": "writes another module's globals", "__module__": "names the module an enum writes into",
     "__class__": "walks the class tree", "__mro__": "walks the class tree", "__bases__": "walks the class tree",
     "__base__": "walks the class tree", "mro": "walks the class tree",
+    "gi_code": "reaches a code object", "cr_code": "reaches a code object", "ag_code": "reaches a code object",
+    "f_code": "reaches a code object",
+    "findCaller": "reads the stack (tells a timed call from a checked one)",
+    "currentframe": "reads the stack (tells a timed call from a checked one)",
 }
 # Dunder attributes a kernel's Python reads; every other one is the interpreter's internals (red team round 6,
 # session 32: `typing.List["..."].__args__[0]` is a ForwardRef that evaluates its string; `__forward_code__`,
@@ -207,13 +212,7 @@ EVALUATING_ATTRS = {
 # sys with no library at all).
 DUNDER_ALLOWED = frozenset({"__init__", "__version__", "__name__", "__qualname__", "__doc__", "__call__", "__enter__",
                             "__exit__", "__len__", "__getitem__", "__setitem__", "__iter__", "__next__", "__contains__"})
-# Other attribute names that reach code objects or the stack (name prefixes: `co_`).
-INTROSPECTING_ATTRS = {
-    "gi_code": "reaches a code object", "cr_code": "reaches a code object", "ag_code": "reaches a code object",
-    "f_code": "reaches a code object", "_evaluate": "evaluates a string as code",
-    "findCaller": "reads the stack (tells a timed call from a checked one)",
-    "currentframe": "reads the stack (tells a timed call from a checked one)",
-}
+# Methods the interpreter calls at a time of its own choosing (a collection, the harness reading an output).
 LATER_HOOKS = {"__del__": "a finalizer", "__torch_function__": "torch's override protocol",
                "__torch_dispatch__": "torch's dispatch protocol"}
 # Forbidden modules whose every class and function is forbidden under any name it is re-exported as.
@@ -507,9 +506,8 @@ class _Checker:
                 cls, why = FORBIDDEN_ATTRS[a.name]
                 self.add(cls, node.lineno, f"imports {a.name!r} from {module!r} ({why})")
                 continue
-            if a.name in EVALUATING_ATTRS:
-                self.add("harness-tamper", node.lineno, f"imports {a.name!r} from {module!r} "
-                         f"({EVALUATING_ATTRS[a.name]})")
+            if _internal(a.name):
+                self.add("harness-tamper", node.lineno, f"imports {a.name!r} from {module!r} ({_internal(a.name)})")
                 continue
             qualified = f"{module}.{a.name}"
             obj = resolve(qualified)
@@ -525,8 +523,8 @@ class _Checker:
             self.check_qualified(node, qualified)
 
     def attribute(self, node: ast.Attribute) -> None:
-        if node.attr in EVALUATING_ATTRS:
-            self.add("harness-tamper", node.lineno, f"uses .{node.attr} ({EVALUATING_ATTRS[node.attr]})")
+        if node.attr in INTERNAL_ATTRS:
+            self.add("harness-tamper", node.lineno, f"uses .{node.attr} ({INTERNAL_ATTRS[node.attr]})")
             return
         if node.attr in FORBIDDEN_ATTRS:
             cls, why = FORBIDDEN_ATTRS[node.attr]
@@ -536,7 +534,7 @@ class _Checker:
             cls, why = FORBIDDEN_MODULES[node.attr]
             self.add(cls, node.lineno, f"reaches the module {node.attr!r} through .{node.attr} ({why})")
             return
-        why = _introspecting(node.attr)
+        why = _internal(node.attr)  # the general rules: names starting co_, dunder names outside DUNDER_ALLOWED
         if why:
             self.add("harness-tamper", node.lineno, f"uses .{node.attr} ({why})")
             return
@@ -555,11 +553,8 @@ class _Checker:
                 elif attr.value in FORBIDDEN_ATTRS:
                     cls, why = FORBIDDEN_ATTRS[attr.value]
                     self.add(cls, node.lineno, f"getattr(..., {attr.value!r}) ({why})")
-                elif _introspecting(attr.value):
-                    self.add("harness-tamper", node.lineno, f"getattr(..., {attr.value!r}) ({_introspecting(attr.value)})")
-                elif attr.value in EVALUATING_ATTRS:
-                    self.add("harness-tamper", node.lineno, f"getattr(..., {attr.value!r}) "
-                             f"({EVALUATING_ATTRS[attr.value]})")
+                elif _internal(attr.value):
+                    self.add("harness-tamper", node.lineno, f"getattr(..., {attr.value!r}) ({_internal(attr.value)})")
                 elif attr.value in FORBIDDEN_MODULES and attr.value not in AMBIGUOUS_MODULE_NAMES:
                     # as .sys is: getattr(logging, "sys") reached the interpreter (red team round 4, session 32)
                     cls, why = FORBIDDEN_MODULES[attr.value]
@@ -617,8 +612,8 @@ class _Checker:
             cls, why = FORBIDDEN_NAMES[node.id]
             self.add(cls, node.lineno, f"uses {node.id} ({why})")
             return
-        if node.id.startswith("__") and node.id in EVALUATING_ATTRS:  # `__module__ = "..."` in a class body
-            self.add("harness-tamper", node.lineno, f"uses {node.id} ({EVALUATING_ATTRS[node.id]})")
+        if node.id.startswith("__") and node.id in INTERNAL_ATTRS:  # `__module__ = "..."` in a class body
+            self.add("harness-tamper", node.lineno, f"uses {node.id} ({INTERNAL_ATTRS[node.id]})")
             return
         if not isinstance(node.ctx, ast.Load):
             return
@@ -748,10 +743,10 @@ def _dunder_string(node: ast.AST) -> str:
     return ""
 
 
-def _introspecting(attr: str) -> str:
+def _internal(attr: str) -> str:
     """Why an attribute name reaches the interpreter's internals, or ""."""
-    if attr in INTROSPECTING_ATTRS:
-        return INTROSPECTING_ATTRS[attr]
+    if attr in INTERNAL_ATTRS:
+        return INTERNAL_ATTRS[attr]
     if attr.startswith("co_"):
         return "reads a code object"
     if attr.startswith("__") and attr.endswith("__") and len(attr) > 4 and attr not in DUNDER_ALLOWED:

@@ -18,7 +18,9 @@ output the candidate allocates and never writes reads NaN rather than something 
 
 from __future__ import annotations
 
+import gc
 import os
+import sys
 import threading
 from typing import Any
 
@@ -169,19 +171,17 @@ def _watched() -> dict[str, object]:
 class TamperSnapshot:
     """Identity of every callable the runner relies on, taken before candidate code is imported."""
 
-    # the runner's own modules: every global, data too (red team round 5, session 32: `enum.global_enum` rebound
-    # main.PLAIN_VALUES and checks.launches to members that said yes to everything)
-    HARNESS = ("kernelcraft.runner.checks", "kernelcraft.runner.main", "kernelcraft.runner.shared",
-               "kernelcraft.runner.wire", "kernelcraft.measure.timing")
-
     def __init__(self) -> None:
         self.watched = _watched()
         self.state = {name: self._state(name, obj) for name, obj in self.watched.items()}
 
-    def _state(self, name: str, obj: object) -> dict[str, int]:
-        if name in self.HARNESS:
+    @classmethod
+    def _state(cls, name: str, obj: object) -> dict[str, int]:
+        # the runner's own modules: every global, data too (red team round 5, session 32: `enum.global_enum` rebound
+        # main.PLAIN_VALUES and checks.launches to members that said yes to everything)
+        if isinstance(obj, type(torch)) and name.startswith("kernelcraft."):
             return {k: id(v) for k, v in list(vars(obj).items())}
-        return self._callables(obj)
+        return cls._callables(obj)
 
     @staticmethod
     def _callables(obj: object) -> dict[str, int]:
@@ -226,9 +226,6 @@ def close_interpreter_hooks() -> None:
     of the inputs and the end of its read of the outputs there is no safe moment for one; a runner lives for
     one solution's evaluation, and what cycles it leaks go with it. Also records the ``sys.monitoring``
     tools in use (Python 3.12), so that one a candidate registers is seen (``hooks_installed``)."""
-    import gc
-    import sys
-
     global _monitoring_tools, _hooks_closed
 
     def refuse(event: str, args: tuple) -> None:
@@ -249,9 +246,6 @@ def hooks_installed() -> list[str]:
     profile hook. Red team, session 31: a TorchFunctionMode entered at import ran the kernel when the
     harness first touched the returned (plain, empty) tensor, after the timer; a self-removing trace hook
     did the same in `collect`. The static gate refuses the means; this is the runtime's look."""
-    import sys
-    import threading
-
     from torch.utils._python_dispatch import _get_current_dispatch_mode_stack
 
     found = []
@@ -278,8 +272,6 @@ def hooks_installed() -> list[str]:
         new = [t for t in range(6) if t not in _monitoring_tools and mon.get_tool(t) is not None]
         if new:
             found.append(f"sys.monitoring tool(s) registered: {', '.join(str(mon.get_tool(t)) for t in new)}")
-    import gc
-
     if _hooks_closed and gc.isenabled():
         found.append("the garbage collector re-enabled")
     return found
