@@ -14,7 +14,10 @@ Cases (lengths, heads): ordinary decays (dt_bias U(-6.9, -2.25)), `_s` ~exp(-49)
 with DIAG_PREC tf32x3 (diagonal blocks exact) and TB_BF16; candidates/triton_intra7.py as shipped (T <= 16 goes to
 its token-by-token `_recur`, longer inputs to intra5's chunked path), with RECUR_MAX_T 0 (always chunked), and
 `_recur` with the GPU's V-blocks on CPU (RECUR_BV_ON_CPU: the automatic BV; BV 16 without the prefetch); intra7
-with WU_BF16 / TB_BF16 (its defaults: bf16 W / U products; also with CPU_TF32) and without them (= intra5).
+with WU_BF16 / TB_BF16 (its defaults: bf16 W / U products; also with CPU_TF32) and without them (= intra5);
+candidates/triton_intra8.py (intra7 without `_gate`: `_intra` and `_wu` form the decay from `a`) as shipped, with
+RECUR_MAX_T 0, with its GPU code paths on CPU, with intra7's `_gate` for both consumers (= intra7) and for
+`_intra` alone.
 Cases `f` and `h`-`k` have T <= 16 (the `_recur` path). Each row: max |error| of output / new_state, whether every
 element meets the contract (atol / rtol), whether empty sequences keep their state bit for bit, and the largest
 difference from the first variant's result on the same inputs (intra4's when every variant runs).
@@ -64,6 +67,11 @@ VARIANTS = {
     "intra7_gpubv": ("candidates/triton_intra7.py", {"RECUR_BV_ON_CPU": True}),
     "intra7_bv16_noprefetch": ("candidates/triton_intra7.py", {"RECUR_BV_ON_CPU": True, "RECUR_BV": 16,
                                                                "RECUR_PREFETCH": False}),
+    "intra8": ("candidates/triton_intra8.py", {}),
+    "intra8_chunked": ("candidates/triton_intra8.py", {"RECUR_MAX_T": 0}),
+    "intra8_gpupath": ("candidates/triton_intra8.py", {"INTRA_GPU_PATH_ON_CPU": True, "PREP_GPU_PATH_ON_CPU": True}),
+    "intra8_gate": ("candidates/triton_intra8.py", {"INTRA_FROM_A": False, "WU_FROM_A": False}),
+    "intra8_wu_from_a": ("candidates/triton_intra8.py", {"INTRA_FROM_A": False}),
 }
 
 
