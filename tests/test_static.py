@@ -415,3 +415,80 @@ def test_wrong_static_fixtures_are_rejected_with_their_class():
                 assert fragment in v.reason, (name, v.reason)
             checked += 1
     assert checked >= 10
+
+
+# --- the torch/triton/numpy modules a kernel may reach: an allowlist (after red team rounds 4-8) ---------------
+
+@pytest.mark.parametrize("code, expected", [
+    # modules the denylist never named: each reaches files, processes, a compiler or strings run as code
+    ("import torch.utils.hooks\n", "reaches the module 'torch.utils.hooks' (imports 'torch.utils.hooks')"),
+    ("h = torch.utils.hooks.RemovableHandle\n", "reaches the module 'torch.utils.hooks' (through torch.utils.hooks)"),
+    ("import torch.onnx\n", "reaches the module 'torch.onnx'"),
+    ("e = torch.onnx.export\n", "reaches the module 'torch.onnx' (through torch.onnx)"),  # loaded lazily
+    ("from torch import testing\n", "reaches the module 'torch.testing'"),
+    ("from torch.utils import checkpoint\n", "reaches the module 'torch.utils.checkpoint'"),
+    ("import torch.nn.modules.module\n", "reaches the module 'torch.nn.modules.module'"),
+    ("f = getattr(torch.cuda, 'jiterator')\n", "reaches the module 'torch.cuda.jiterator'"),
+    ("t = torch.cuda.tunable.write_file\n", "reaches the module 'torch.cuda.tunable'"),
+    ("m = torch.ops.aten.mm\n", "reaches the module 'torch.ops.aten'"),
+    ("import numpy.f2py\n", "reaches the module 'numpy.f2py'"),
+    ("import numpy\nc = numpy.f2py.compile\n", "reaches the module 'numpy.f2py' (through numpy.f2py)"),
+    ("import numpy.distutils\n", "reaches the module 'numpy.distutils'"),  # not even installed here
+    ("import numpy as np\nt = np.testing.assert_equal\n", "reaches the module 'numpy.testing'"),
+    ("import triton.testing\n", "reaches the module 'triton.testing'"),
+    ("from triton.testing import do_bench\n", "reaches the module 'triton.testing'"),
+    ("import triton\nd = triton.runtime.driver\n", "reaches the module 'triton.runtime'"),
+    ("import triton.tools.disasm\n", "reaches the module 'triton.tools.disasm'"),
+    ("lib = torch.utils\nh = lib.hooks\n", "reaches the module 'torch.utils.hooks'"),
+    # objects re-exported under an allowed name are judged by the module that defines them, where the gate refuses
+    # that module by name (torch.save is torch.serialization's; triton.language.extra re-exports importlib's)
+    ("s = torch.save\n", "torch.save is defined in torch.serialization"),
+    ("import triton.language as tl\nm = tl.extra.module_from_spec\n", "is defined in the module '_frozen_importlib'"),
+    ("import triton.language as tl\ns = tl.extra.spec\n", "is defined in the module '_frozen_importlib'"),
+    ("m = torch.cuda.make_graphed_callables\n", "[escaped-timer] main.py:14: torch.cuda.make_graphed_callables is "
+     "defined in torch.cuda.graphs"),
+])
+def test_modules_outside_the_allowlist_are_rejected(code, expected):
+    reason = _check(code, head="import torch\nimport triton\n")
+    assert expected in reason, reason
+    if "reaches the module" in expected:
+        assert "[harness-tamper] main.py:" in reason and "kernels may use" in reason and "torch.nn.functional" in reason
+
+
+def test_the_denylist_still_gives_its_own_reason_inside_allowed_modules():
+    assert "uses torch.fx (generates Python" in _check("g = torch.fx.Graph\n")
+    assert "reaches the module" not in _check("g = torch.fx.Graph\n")
+    assert "[escaped-timer]" in _check("s = torch.cuda.Stream()\n")
+    assert "imports 'torch.utils.cpp_extension' (compiles C++" in _check("import torch.utils.cpp_extension\n")
+
+
+@pytest.mark.parametrize("code", [
+    "import torch.nn.functional as F\ny = F.softplus\n",
+    "from torch.nn import functional as F\n",
+    "from torch.nn import Module\n",
+    "import triton.language as tl\nf = tl.math.rsqrt\ng = tl.extra.cuda.libdevice.exp\n",
+    "from triton.language.extra import libdevice\n",
+    "from triton.language.extra.cuda import libdevice\n",
+    "from triton.tools.tensor_descriptor import TensorDescriptor\n",
+    "import numpy as np\na = np.lib.stride_tricks.as_strided\nz = np.zeros(1, dtype=np.float32)\n",
+    "s = torch.linalg.solve_triangular\nf = torch.fft.rfftn\ne = torch.special.erf\nv = torch.version.cuda\n",
+    "p = torch.cuda.get_device_properties(0).multi_processor_count\nc = torch.cuda.current_device()\n",
+    "import triton\nc = triton.Config({'B': 64}, num_warps=4)\nn = triton.cdiv(7, 2)\n",
+    "import triton\ntry:\n    pass\nexcept triton.CompilationError:\n    pass\n",
+    "ok = hasattr(torch, 'float8_e4m3fn_new_name')\nd = torch.cuda.Device\n",
+])
+def test_honest_namespaces_pass(code):
+    assert _check(code, head="import torch\nimport triton\n") == ""
+
+
+def test_honest_sources_of_the_repository_pass_the_allowlist():
+    """scripts/gate_namespaces.py over a representative subset (the whole repository: run the script, ~30 s)."""
+    sys.path.insert(0, str(ROOT / "scripts"))
+    try:
+        import gate_namespaces as gn
+    finally:
+        sys.path.remove(str(ROOT / "scripts"))
+    units = [u for u in gn.honest_units() if u[0].startswith(gn.QUICK)]
+    assert len(units) >= 15
+    bad = [(label, reason) for label, _, reason in gn.findings(units, gn.snippets()) if not gn._not_candidate(label)]
+    assert not bad, bad

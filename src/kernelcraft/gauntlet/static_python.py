@@ -14,6 +14,8 @@ What is checked, beyond the imports themselves (:mod:`kernelcraft.gauntlet.stati
   :data:`FORBIDDEN_QUALIFIED`, private names of a library (``torch._dynamo``), and, for torch,
   triton and numpy, what the chain really is (``torch.os`` is the module ``os``; an alias of
   ``torch.load`` under another name is still ``torch.load``);
+- the modules of torch, triton and numpy a name reaches: an allowlist (:data:`MODULES_ALLOWED`,
+  :data:`MODULE_TREES_ALLOWED`), the backstop behind the denylist's specific reasons;
 - a module object passed around as a value (into a list, a call, a default), past which no
   qualified name can be followed; format templates whose fields walk attributes.
 """
@@ -23,12 +25,13 @@ from __future__ import annotations
 import ast
 import codecs
 import importlib
+import importlib.machinery
 import io
 import re
 import string
 import sys
 import tokenize
-from types import ModuleType
+from types import BuiltinFunctionType, FunctionType, MethodType, ModuleType
 
 # module -> (integrity class, what it reaches). Honest kernels need none of these.
 FORBIDDEN_MODULES = {
@@ -220,6 +223,45 @@ INTERCEPTING = ("torch.overrides", "torch.utils._python_dispatch", "torch.fx", "
 # Libraries every honest solution imports anyway: the gate imports them too, to see what a name
 # under them really is (only their module dictionaries are read; nothing is called).
 TRUSTED_ROOTS = ("torch", "triton", "numpy")
+# The modules of torch, triton and numpy a kernel's Python may reach (by import, attribute chain, `from X import Y`,
+# alias): an allowlist, as the standard library's is (STDLIB_ALLOWED). Red team rounds 4-8 each found one more module
+# inside an allowed library that runs strings as code (torch.fx, torch.jit, ...); a denylist inside them keeps leaking.
+# Judged by the module a name reaches last (`torch.nn.functional.relu` reaches torch.nn.functional; `torch.nn.modules`
+# is refused though torch.nn is allowed): a module here allows its own names, not its submodules, unless listed in
+# MODULE_TREES_ALLOWED. The denylist's checks (FORBIDDEN_QUALIFIED, FORBIDDEN_ATTRS, private names) still run first and
+# give their specific reasons inside these modules (torch.cuda.Stream, torch.random.manual_seed). Built from every
+# honest source in the repository (scripts/gate_namespaces.py --names lists what they reach).
+MODULES_ALLOWED = frozenset({
+    "torch",                  # tensors, dtypes, allocation (torch.empty), views and metadata
+    "torch.cuda",             # device queries: get_device_properties, current_device, is_available (streams,
+                              # graphs, seeds, the allocator stay refused by name)
+    "torch.nn",               # only as the path to torch.nn.functional (and torch.nn.Module for a wrapper class)
+    "torch.nn.functional",    # F.softplus, F.rms_norm ...: torch compute, which the op audit judges at run time
+    "torch.linalg",           # solve_triangular in the kda/gdn candidates (op audit as above)
+    "torch.special",          # elementwise math beside torch.linalg/fft, same footing
+    "torch.fft",              # the FFT tasks' baselines (tests/fixtures/kda_fft_*), same footing
+    "torch.random",           # `from torch import random` is an honest form (tests); its seeding stays refused
+    "torch.version",          # torch.version.cuda / .hip: constants, to pick a code path
+    "triton",                 # triton.jit, autotune, heuristics, Config, cdiv, next_power_of_2, set_allocator
+    "triton.tools.tensor_descriptor",  # TensorDescriptor: host-side TMA descriptors (Hopper kernels)
+    "numpy",                  # dtypes and host-side arrays
+    "numpy.lib",              # only as the path to numpy.lib.stride_tricks
+    "numpy.lib.stride_tricks",  # as_strided views (softmax/solutions/wrong/crashes.py must reach its run-time gate)
+})
+# Whole subtrees: the module and every submodule under it.
+MODULE_TREES_ALLOWED = frozenset({
+    "triton.language",        # tl.*, tl.math, tl.extra.cuda.libdevice (device code, compiled by triton.jit; its
+                              # triton.language.extra.modules, a dictionary of modules, stays refused)
+})
+
+
+def module_allowed(name: str) -> bool:
+    """Whether a kernel may reach this module of torch/triton/numpy (MODULES_ALLOWED, MODULE_TREES_ALLOWED)."""
+    return name in MODULES_ALLOWED or any(name == t or name.startswith(t + ".") for t in MODULE_TREES_ALLOWED)
+
+
+def allowed_modules_text() -> str:
+    return ", ".join([*sorted(MODULES_ALLOWED), *(f"{t}.*" for t in sorted(MODULE_TREES_ALLOWED))])
 # The standard library's modules a kernel's Python may import: an allowlist, every other one is refused (a
 # module the gate has not read may re-export anything: ``logging.sys``, ``logging.time`` and
 # ``getattr(logging, "os")`` reached the interpreter, a clock and the operating system past the gate, red team
@@ -313,6 +355,65 @@ def resolve(qualified: str):
     return obj
 
 
+def _find_submodule(package: str, path, name: str):
+    """The search path of a package's submodule that is not imported yet (``torch.onnx``, ``numpy.f2py`` load
+    lazily through the package's ``__getattr__``), [] for a plain module, None when there is none. Found by the
+    path finder, which imports nothing."""
+    if not path or not name.isidentifier():
+        return None
+    try:
+        spec = importlib.machinery.PathFinder.find_spec(f"{package}.{name}", list(path))
+    except Exception:  # noqa: BLE001 - an odd path entry: not found
+        return None
+    return None if spec is None else list(spec.submodule_search_locations or [])
+
+
+def reached_module(qualified: str) -> tuple[str, str] | None:
+    """The last module of torch/triton/numpy a dotted name passes through, as (its real name, the name as spelled
+    up to it); submodules not imported yet count (found on their package's path). None outside the trusted roots,
+    or where the chain leaves them (``torch.os``: the module rules judge that)."""
+    parts = qualified.split(".")
+    if parts[0] not in TRUSTED_ROOTS:
+        return None
+    obj = _root(parts[0])
+    if not isinstance(obj, ModuleType):
+        return None
+    last = (obj.__name__, parts[0])
+    unloaded = None  # the search path of the last module when it is not imported here
+    for i, p in enumerate(parts[1:], start=2):
+        if unloaded is None:
+            d = vars(obj)
+            nxt = d[p] if p in d else sys.modules.get(f"{obj.__name__}.{p}", _MISSING)
+            if isinstance(nxt, ModuleType):
+                obj, last = nxt, (nxt.__name__, ".".join(parts[:i]))
+                continue
+            if nxt is not _MISSING:
+                break  # an object: what it holds is not followed
+            path = vars(obj).get("__path__")
+        else:
+            path = unloaded
+        found = _find_submodule(last[0], path, p)
+        if found is None:
+            break
+        unloaded, last = found, (f"{last[0]}.{p}", ".".join(parts[:i]))
+    if last[0].split(".")[0] not in TRUSTED_ROOTS:
+        return None
+    return last
+
+
+def _origin(obj) -> str:
+    """The module an object was defined in: a class's or function's own ``__module__``, else its class's (read from
+    dictionaries: nothing of the object runs), or ""."""
+    if isinstance(obj, FunctionType | BuiltinFunctionType | MethodType):
+        m = getattr(obj, "__module__", None)
+    else:  # type's own descriptor: a class's __module__, C types (numpy.ufunc, torch.device) included
+        try:
+            m = type.__dict__["__module__"].__get__(obj if isinstance(obj, type) else type(obj))
+        except Exception:  # noqa: BLE001 - none to read
+            m = None
+    return m if isinstance(m, str) else ""
+
+
 def _banned_by_identity() -> dict[int, tuple[object, str, str, str]]:
     """Forbidden callables and classes, by identity: an alias under another name is still them."""
     global _banned_objects
@@ -371,6 +472,30 @@ def _module_finding(qualified: str, obj) -> tuple[str, str] | None:
     hit = _banned_by_identity().get(id(obj))
     if hit is not None and hit[0] is obj and hit[3] != qualified:
         return hit[1], f"{qualified} is {hit[3]} ({hit[2]})"
+    if obj is not _MISSING and qualified.split(".")[0] in TRUSTED_ROOTS \
+            and not (isinstance(obj, type) and issubclass(obj, BaseException)):  # `except triton.CompilationError`
+        return _origin_finding(qualified, _origin(obj), obj)
+    return None
+
+
+def _origin_finding(qualified: str, origin: str, obj: object = None) -> tuple[str, str] | None:
+    """An object re-exported under an allowed name is judged by the module that defines it too (``torch.save`` is
+    torch.serialization's), where that module is one the gate refuses by name: a FORBIDDEN_QUALIFIED module, or the
+    interpreter's (``triton.language.extra.module_from_spec`` is importlib's). ``__module__`` is no guide beyond
+    that: torch's C functions say ``torch._C._linalg``, ``torch._C._nn`` or nothing, triton.jit says
+    triton.runtime.jit; so the name a kernel reaches an object under is what the allowlist judges."""
+    if not origin:
+        return None
+    for q, (cls, why) in FORBIDDEN_QUALIFIED.items():
+        if origin == q or origin.startswith(q + "."):
+            return cls, f"{qualified} is defined in {origin} ({why})"
+    top = origin.split(".")[0]
+    if top in TRUSTED_ROOTS or top in STDLIB_ALLOWED or top == "builtins" or origin == "types" and not callable(obj):
+        return None  # (torch.cuda.Device is a `X | Y` annotation: a types.UnionType)
+    bare = top.lstrip("_").removeprefix("frozen_").removesuffix("_external")
+    if bare in FORBIDDEN_MODULES:
+        return "harness-tamper", (f"{qualified} is defined in the module {origin!r} "
+                                  f"({FORBIDDEN_MODULES[bare][1]})")
     return None
 
 
@@ -442,7 +567,9 @@ class _Checker:
 
     # --- checks -----------------------------------------------------------------------------------
 
-    def check_qualified(self, node: ast.AST, qualified: str) -> None:
+    def check_qualified(self, node: ast.AST, qualified: str, allowlist: bool = True) -> None:
+        """``allowlist``: also judge the module the name reaches against MODULES_ALLOWED (not for the leading
+        parts of an import's path, which check_module_path judges whole)."""
         line = getattr(node, "lineno", 0)
         parts = qualified.split(".")
         for i in range(1, len(parts) + 1):
@@ -458,6 +585,16 @@ class _Checker:
             hit = _module_finding(qualified, resolve(qualified))
             if hit:
                 self.add(hit[0], line, hit[1])
+                return
+        if allowlist:
+            reached = reached_module(qualified)
+            if reached and not module_allowed(reached[0]):
+                self.outside_allowlist(line, reached[0], f"through {reached[1]}")
+
+    def outside_allowlist(self, line: int, module: str, how: str) -> None:
+        self.add("harness-tamper", line, f"reaches the module {module!r} ({how}), which is not among the torch/"
+                 f"triton/numpy modules a kernel needs: kernels may use {allowed_modules_text()} (the gate reads "
+                 "only these; ask for another to be added, naming what the kernel needs from it)")
 
     def check_module_path(self, node: ast.AST, module: str, verb: str) -> None:
         line = node.lineno
@@ -485,8 +622,15 @@ class _Checker:
             self.add("harness-tamper", line, f"{verb} {module!r}, a private interpreter module")
             return
         parts = module.split(".")
+        before = len(self.found)
         for i in range(2, len(parts) + 1):
-            self.check_qualified(node, ".".join(parts[:i]))
+            self.check_qualified(node, ".".join(parts[:i]), allowlist=False)
+        if top in TRUSTED_ROOTS and len(self.found) == before:
+            # an import's path names a module whether or not this machine has it (numpy.distutils)
+            reached = reached_module(module)
+            name = reached[0] if reached and reached[1] == module else module
+            if not module_allowed(name):
+                self.outside_allowlist(line, name, f"{verb} {module!r}")
 
     def imports(self, node: ast.Import | ast.ImportFrom) -> None:
         if isinstance(node, ast.Import):
