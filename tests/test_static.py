@@ -121,7 +121,7 @@ def _check(extra: str, head: str = "import torch\n") -> str:
     ("d = torch._dynamo\n", "uses torch._dynamo, a private name of torch"),
     ("m = [torch][0]\n", "passes the module 'torch' around as a value"),
     ("f = torch.compile\n", "[torch-compute] main.py:13: uses torch.compile"),
-    ("import logging.config\n", "uses logging.config"),
+    ("import logging.config\n", "imports 'logging.config', a standard-library module the gate does not allow"),
     ("r = torch.cuda.cudart()\n", "uses .cudart"),
     ("g = torch.cuda.CUDAGraph\n", "[escaped-timer]"),
     # modules that run files, strings or bytes as code
@@ -130,9 +130,9 @@ def _check(extra: str, head: str = "import torch\n") -> str:
     ("import cupy\n", "imports 'cupy'"), ("from cuda.bindings import runtime\n", "imports from 'cuda.bindings'"),
     # red team round 4 (session 32): modules other than torch/triton/numpy re-export the interpreter, a clock,
     # the operating system (tests/fixtures/adversarial/audit_hook_defers.py, patches_clock_class.py)
-    ("import logging\ns = getattr(logging, 'sys')\n", "reaches the module 'sys' through getattr"),
-    ("import logging\nt = logging.time.perf_counter()\n", "logging.time is the module 'time'"),
-    ("import logging\nt = getattr(logging, 'time').perf_counter()\n", "logging.time is the module 'time'"),
+    ("import json\ns = getattr(json, 'sys')\n", "reaches the module 'sys' through getattr"),
+    ("import collections\nt = collections.sys.modules\n", "reaches the module 'sys' through .sys"),
+    ("import functools\nt = getattr(functools, 'sys')\n", "reaches the module 'sys' through getattr"),
     ("import typing\nm = typing.sys.modules\n", "reaches the module 'sys' through .sys"),
     ("import json\nc = json.codecs\n", "json.codecs is the module 'codecs', a standard-library module the gate "
      "does not allow"),
@@ -157,7 +157,14 @@ def _check(extra: str, head: str = "import torch\n") -> str:
     ("def g():\n    yield\nc = g().gi_code\n", "uses .gi_code"),
     ("def g():\n    yield\nf = type(g)(None, {})\n", "calls type(x)(...)"),
     ("n = run.co_names\n", "uses .co_names (reads a code object)"),
-    ("import logging\nw = logging.getLogger().findCaller(False, 3)\n", "uses .findCaller"),
+    ("import logging\nw = logging.getLogger().findCaller(False, 3)\n", "imports 'logging', a standard-library module"),
+    # red team round 9 (session 33): class patterns read attributes by name; logging and warnings write files, start
+    # threads and read the stack
+    ("def f(x):\n    match x:\n        case object(__self__=b):\n            return b\n", "uses a class pattern in `match`"),
+    ("def f(x):\n    match x:\n        case int(exec=e):\n            return e\n", "uses a class pattern in `match`"),
+    ("import logging.handlers\n", "imports 'logging.handlers', a standard-library module the gate does not allow"),
+    ("import warnings\n", "imports 'warnings', a standard-library module the gate does not allow"),
+    ("from logging import FileHandler\n", "'logging', a standard-library module the gate does not allow"),
     ("class M(type):\n    pass\n", "class M subclasses a metaclass"),
     ("class M(type(torch.Tensor)):\n    pass\n", "class M subclasses a metaclass"),
     ("class A(torch.Tensor, metaclass=type):\n    pass\n", "class A names a metaclass"),
@@ -186,7 +193,8 @@ def test_issue20_python_routes_are_rejected(code, expected):
     "libdevice = triton.language.extra.cuda.libdevice\n",
     "from torch import random as trandom\n",  # torch's own module, not the stdlib's random
     "s = 'row {} of {}'.format(1, 2)\n",
-    "import logging.handlers\n",  # spawns_thread.py needs it to reach the run-time [threads] gate
+    "def f(x):\n    match x:\n        case 1 | 2:\n            return 0\n        case [a, b]:\n            return a\n"
+    "        case {'k': v}:\n            return v\n        case _:\n            return 1\n",  # patterns but classes
     # the allowed standard library, read through as torch is
     "import math, functools, itertools, typing, contextlib, collections, enum, queue\n"
     "from typing import Optional\nx = math.sqrt(2.0) + len(list(itertools.chain([1], [2])))\n"

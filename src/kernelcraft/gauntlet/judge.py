@@ -378,7 +378,7 @@ class RemoteSubject(Subject):
         self.judge.sync()
         r = self._ask("call", protocol.CallReply, warm=warm, release=self.release)
         if r.error:
-            return Called(error=r.error, compile_error=r.compile_error)
+            return Called(error=r.error, compile_error=r.compile_error, finding=r.finding[:4000])
         outputs, wrong = self._outputs(r.outputs)
         evidence = {"ops": r.ops, "threads": r.threads, "native_threads": r.native_threads, "launches": r.launches}
         return Called(outputs=outputs, wrong=wrong, finding=r.finding[:4000], evidence=evidence)
@@ -411,10 +411,10 @@ class _RemoteTimer(Remote):
 
     def prepare(self, warmup: int, block: bool = False) -> tuple[bool, str]:
         r = self.subject._ask("time", protocol.TimeReply, warmup=warmup, graphs=True, block=block)
+        if r.finding:  # first: a refused hook raises in the candidate's call, and the attempt is the verdict
+            raise Refused("REJECTED", "before timing: " + r.finding)
         if r.error:
             raise Refused("RUNTIME_ERROR", r.error)
-        if r.finding:
-            raise Refused("REJECTED", "before timing: " + r.finding)
         self._ops(r.ops, "in the warm-up and capture before timing")
         return r.graph, r.graph_error
 
@@ -436,10 +436,10 @@ class _RemoteTimer(Remote):
         # median, not a sample per rep
         noop = rep % NOOP_EVERY == 0
         r = subject._ask("rep", protocol.RepReply, noop=noop, noop_first=bool((rep // NOOP_EVERY) % 2))
+        if r.finding:  # first, as in prepare
+            raise Refused("REJECTED", f"in timed call {rep + 1}: {r.finding}")
         if r.error:
             raise Refused("RUNTIME_ERROR", "during timing: " + r.error)
-        if r.finding:
-            raise Refused("REJECTED", f"in timed call {rep + 1}: {r.finding}")
         if r.ms is None:
             raise Refused("REJECTED", "[protocol] a timed call reported no time")
         self._ops(r.ops, f"in timed call {rep + 1}")
@@ -650,6 +650,8 @@ class Judge:
             return {"status": "RUNTIME_ERROR", "gate": "reference", "reason": bad, "reference_shape": True}
         self.subject.place(inputs, axes)
         called = self.subject.call()
+        if called.error and called.finding and self.subject.audited:  # it raised after a refused hook
+            return {"status": "REJECTED", "gate": "integrity", "reason": called.finding}
         if called.error:
             status = "COMPILE_ERROR" if called.compile_error else "RUNTIME_ERROR"
             hint = "" if called.compile_error else calling_convention_hint(
@@ -706,6 +708,8 @@ class Judge:
             for n in range(plan.calls):
                 called = self.subject.call(warm=True)
                 where = f"call {n + 1} of {plan.calls} drawing samples ({checker.kind} check)"
+                if called.error and called.finding and self.subject.audited:
+                    return {"status": "REJECTED", "gate": "integrity", "reason": f"{where}: {called.finding}"}
                 if called.error:
                     return {"status": "RUNTIME_ERROR", "gate": "correctness", "reason": f"{where}: {called.error}"}
                 cheat = self._evidence(called, warm=True)

@@ -268,11 +268,14 @@ def allowed_modules_text() -> str:
 # round 4, session 32). The gate imports these too and reads what every name under them is, as for torch. A
 # third-party package is refused too (red team round 5: pydantic, mako and jinja2 run strings as code, and any
 # package may re-export anything); a candidate imports torch, triton, numpy, these and its own modules. Not
-# dataclasses: it `exec`s text built from field names, and a field name can hold any code (red team round 7).
+# dataclasses: it `exec`s text built from field names, and a field name can hold any code (red team round 7). Not
+# logging or warnings (red team round 9, session 33): logging.FileHandler writes files (one outlived the runner in the
+# shared Triton cache), logging.handlers starts threads, and `stack_info=` / `stacklevel=` name the caller of each call
+# (a timed call told from a checked one); no honest solution imports either.
 STDLIB_ALLOWED = frozenset({
     "__future__", "math", "cmath", "functools", "itertools", "collections", "typing", "enum", "abc",
-    "contextlib", "warnings", "numbers", "statistics", "bisect", "heapq", "copy", "fractions", "decimal", "struct",
-    "array", "re", "json", "hashlib", "logging", "textwrap", "keyword", "queue",
+    "contextlib", "numbers", "statistics", "bisect", "heapq", "copy", "fractions", "decimal", "struct",
+    "array", "re", "json", "hashlib", "textwrap", "keyword", "queue",
 })
 
 
@@ -844,6 +847,13 @@ class _Checker:
                 self.attribute(node)
             elif isinstance(node, ast.Assign | ast.AugAssign | ast.AnnAssign | ast.Delete):
                 self.assignment(node)
+            elif isinstance(node, ast.MatchClass):
+                # `case object(__self__=b)`, `case object(exec=ex)`: a class pattern reads the attributes it names
+                # (its keywords, or __match_args__ for positional ones) as plain strings the attribute rules never
+                # see; red team round 9, session 33: builtins' exec reached through `print.__self__`, then a runner
+                # frame's locals rewritten by a trace hook (a forged CPU time, PASSED with the gate on)
+                self.add("harness-tamper", node.lineno, "uses a class pattern in `match` (it reads attributes by name, "
+                         "past the gate's attribute rules); write the test with isinstance() and plain attribute access")
             spelled = _dunder_string(node)
             if spelled and not _later_hook(node):
                 self.add("harness-tamper", node.lineno, f"spells {spelled!r} in a string (a name the interpreter gives "

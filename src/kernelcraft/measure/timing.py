@@ -70,9 +70,13 @@ NOOP = "__noop__"
 _perf_counter = time.perf_counter
 # Cleared the moment a timed call returns, before any Python function of the harness runs: a trace or
 # profile hook a candidate installs in its call would otherwise run its deferred work after the timer
-# (red team, session 31). C builtins: calling them fires no trace event.
+# (red team, session 31). C builtins: calling them fires no trace event. Cleared only where one is set: in a
+# candidate's runner none can be (the runner's audit hook refuses sys.settrace / sys.setprofile, its own calls too;
+# red team round 9, session 33: a trace hook rewrote this clock's start time on the line event after the call).
 _settrace = sys.settrace
 _setprofile = sys.setprofile
+_gettrace = sys.gettrace
+_getprofile = sys.getprofile
 _Event = torch.cuda.Event
 _record = torch.cuda.Event.record
 _elapsed = torch.cuda.Event.elapsed_time
@@ -306,8 +310,10 @@ class _CudaClock:
             _record(start)
             fn()
             _record(end)
-            _settrace(None)
-            _setprofile(None)
+            if _gettrace() is not None:
+                _settrace(None)
+            if _getprofile() is not None:
+                _setprofile(None)
         finally:
             if blocker is not None:
                 blocker.release()
@@ -339,8 +345,10 @@ class _CpuClock:
         t0 = _perf_counter()
         fn()
         t1 = _perf_counter()
-        _settrace(None)
-        _setprofile(None)
+        if _gettrace() is not None:
+            _settrace(None)
+        if _getprofile() is not None:
+            _setprofile(None)
         self.pending.append((name, (t1 - t0) * 1e3))
 
     def collect(self) -> list[tuple[str, float]]:

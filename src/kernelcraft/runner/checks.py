@@ -212,6 +212,7 @@ class TamperSnapshot:
 
 
 _refused_audit_hooks: list[str] = []  # what tried to add an audit hook after the runner's own
+_refused_trace_hooks: list[str] = []  # sys.settrace / sys.setprofile calls after the runner closed the hooks
 _monitoring_tools: set[int] | None = None  # sys.monitoring tool ids in use before the candidate's import
 _hooks_closed = False  # close_interpreter_hooks ran in this process (a candidate's runner)
 
@@ -232,6 +233,14 @@ def close_interpreter_hooks() -> None:
         if event == "sys.addaudithook":
             _refused_audit_hooks.append(event)
             raise RuntimeError("the runner refuses audit hooks")  # CPython: the new hook is not added
+        if event in ("sys.settrace", "sys.setprofile"):
+            # red team round 9, session 33: a trace hook set in a timed call (through a `match` class pattern
+            # past the gate) rewrote the clock's start time in the runner's own frame on the line event after
+            # the call returned: a forged CPU time, PASSED. CPython raises these events before it installs the
+            # hook and installs none when a hook raises; the runner itself never sets one (timing.py clears a
+            # hook only where one is set, which this refusal makes impossible from Python).
+            _refused_trace_hooks.append(event)
+            raise RuntimeError("the runner refuses trace and profile hooks")
 
     sys.addaudithook(refuse)
     gc.disable()
@@ -267,6 +276,8 @@ def hooks_installed() -> list[str]:
         found.append("a profile hook installed")
     if _refused_audit_hooks:
         found.append(f"{len(_refused_audit_hooks)} audit hook(s) refused")
+    if _refused_trace_hooks:
+        found.append(f"{len(_refused_trace_hooks)} trace/profile hook(s) refused ({', '.join(sorted(set(_refused_trace_hooks)))})")
     mon = getattr(sys, "monitoring", None)
     if mon is not None and _monitoring_tools is not None:
         new = [t for t in range(6) if t not in _monitoring_tools and mon.get_tool(t) is not None]

@@ -451,7 +451,9 @@ class Runner:
             names = {c.__name__ for c in type(e).__mro__}
             compile_error = bool(names & {"CompilationError", "CompileTimeAssertionFailure",
                                           "UnsupportedLanguageConstruct"})
-            return {"error": candidate_traceback(e), "compile_error": compile_error}
+            # a refused hook raises in the candidate's own call: the attempt is the verdict, not the error
+            finding = "" if self.is_trusted else checks.hooks_finding("in the call")
+            return {"error": candidate_traceback(e), "compile_error": compile_error, "finding": finding}
         finally:
             self.release = False
         finding = self.tamper.reason() if self.tamper is not None else ""
@@ -511,7 +513,8 @@ class Runner:
             if self.on_gpu and msg.get("graphs", True):
                 graph, returned, error = capture(fn, "cuda")
         except BaseException as e:  # noqa: BLE001
-            return {"error": candidate_traceback(e)}
+            return {"error": candidate_traceback(e),
+                    "finding": "" if self.is_trusted else checks.hooks_finding("in the warm-up")}
         finding = "" if self.dps or returned is None else not_plain(returned, names)
         if not finding and not self.is_trusted:
             finding = checks.hooks_finding("after the warm-up")
@@ -574,7 +577,8 @@ class Runner:
                         "timed call"}
             got = dict(clock.collect(self.clock))
         except BaseException as e:  # noqa: BLE001
-            return {"error": candidate_traceback(e)}
+            return {"error": candidate_traceback(e),
+                    "finding": "" if self.is_trusted else checks.hooks_finding("in a timed call")}
         tails = {n: t[-1] for n, t in self.clock.tails.items()} if self.clock.tails else {}
         out = {"ms": got["candidate"], "noop_ms": got.get("noop"), "tail_ms": tails.get("candidate"),
                "noop_tail_ms": tails.get("noop") if "noop" in got else None}
