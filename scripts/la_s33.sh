@@ -5,7 +5,7 @@
 # 1. the split at 8192 x 1 (scripts/gdn_prefill_split.py --task kda_prefill: torch.profiler, warm L2, device us per
 #    kernel) of intra7, intra8 (no `_gate` launch: `_intra` and `_wu` rebuild the decay from `a`), intra8 with
 #    INTRA_FROM_A False (`_gate` kept for `_intra` only) and intra8 with WU_MAXNREG 0, beside FLA's chunk_kda; at most
-#    SPLIT_S (150) s: which of intra8's two moves pays, before any verdict.
+#    SPLIT_S (150) s: which of intra8's two moves pays, before any verdict (SPLIT_S=0: no split).
 # 2. `kernelcraft eval tasks/kda_prefill <intra7> <intra8> --peers --budget-ms 200 --confirm` (both FLA peers, the
 #    judge/runner split, Nsight Compute's confirmation) with the rest, under scripts/dump_stacks.sh.
 set -u
@@ -24,11 +24,13 @@ V=/tmp/kda_v; rm -rf $V; mkdir -p $V
 python3 scripts/config_variants.py $C/triton_intra8.py $V '{"INTRA_FROM_A": false}' '{"WU_MAXNREG": 0}' | tee "$OUT/variants.txt"
 mv $V/triton_intra8_v0.py $V/intra8_gate_for_intra.py; mv $V/triton_intra8_v1.py $V/intra8_wu_nocap.py
 cp -r $V "$OUT/variants"
-echo "=== split at 8192 x 1 ($(left) s left)"; t0=$(date +%s)
-timeout "${SPLIT_S:-150}" python3 scripts/gdn_prefill_split.py --task kda_prefill --workloads 1ca0667f --calls 20 \
-  --solution $C/triton_intra7.py --solution $C/triton_intra8.py --solution $V/intra8_gate_for_intra.py \
-  --solution $V/intra8_wu_nocap.py --out "$OUT/kda_split.json" > "$OUT/kda_split.txt" 2>&1
-echo "rc $? $(( $(date +%s) - t0 )) s"; quiet < "$OUT/kda_split.txt" | tail -60 | cut -c1-160
+if [ "${SPLIT_S:-150}" -gt 0 ]; then
+  echo "=== split at 8192 x 1 ($(left) s left)"; t0=$(date +%s)
+  timeout "${SPLIT_S:-150}" python3 scripts/gdn_prefill_split.py --task kda_prefill --workloads 1ca0667f --calls 20 \
+    --solution $C/triton_intra7.py --solution $C/triton_intra8.py --solution $V/intra8_gate_for_intra.py \
+    --solution $V/intra8_wu_nocap.py --out "$OUT/kda_split.json" > "$OUT/kda_split.txt" 2>&1
+  echo "rc $? $(( $(date +%s) - t0 )) s"; quiet < "$OUT/kda_split.txt" | tail -60 | cut -c1-160
+fi
 lim=$(( $(left) - 15 ))
 echo "=== eval intra7 intra8 beside both peers (limit $lim s)"; t0=$(date +%s)
 AT=$(( lim - 20 )) FILE="$OUT/stacks_kda.txt" bash scripts/dump_stacks.sh "$lim" python3 -m kernelcraft eval \
