@@ -165,6 +165,14 @@ def _check(extra: str, head: str = "import torch\n") -> str:
     ("import logging.handlers\n", "imports 'logging.handlers', a standard-library module the gate does not allow"),
     ("import warnings\n", "imports 'warnings', a standard-library module the gate does not allow"),
     ("from logging import FileHandler\n", "'logging', a standard-library module the gate does not allow"),
+    # red team round 10 (session 33): attributes read and set by names given as data; implicit dunder methods
+    ("import functools\nf = functools.update_wrapper\n", "uses functools.update_wrapper"),
+    ("from functools import wraps\n", "functools.wraps"),
+    ("import copy\n", "imports 'copy', a standard-library module the gate does not allow"),
+    ("class W:\n    def __setattr__(self, k, v):\n        pass\n", "defines __setattr__"),
+    ("class W:\n    def __reduce_ex__(self, p):\n        return None\n", "defines __reduce_ex__"),
+    ("def __getattr__(name):\n    return name\n", "defines __getattr__"),
+    ("class W:\n    __setattr__ = dict.__setitem__\n", "defines __setattr__"),
     ("class M(type):\n    pass\n", "class M subclasses a metaclass"),
     ("class M(type(torch.Tensor)):\n    pass\n", "class M subclasses a metaclass"),
     ("class A(torch.Tensor, metaclass=type):\n    pass\n", "class A names a metaclass"),
@@ -201,6 +209,9 @@ def test_issue20_python_routes_are_rejected(code, expected):
     "c = collections.OrderedDict()\nlogger = __name__\n",
     "def g(x: 'torch.Tensor') -> 'torch.Tensor':\n    return x\n",  # a forward reference: code the gate reads
     "if __name__ == '__main__':\n    pass\n",
+    "class Cfg:\n    def __init__(self, n):\n        self.n = n\n    def __call__(self):\n        return self.n\n"
+    "    def __len__(self):\n        return 1\n",  # the dunder methods a helper class may define
+    "import functools\n@functools.lru_cache(maxsize=None)\ndef cfg(n):\n    return n\n",
 ])
 def test_honest_forms_near_the_new_rules_pass(code):
     assert _check(code, head="import torch\nimport triton\n") == ""

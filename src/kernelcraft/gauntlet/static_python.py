@@ -169,6 +169,10 @@ FORBIDDEN_QUALIFIED = {
     "numpy.load": ("harness-tamper", "unpickles: runs code from bytes"),
     "numpy.ctypeslib": ("harness-tamper", "foreign functions"),
     "logging.config": ("harness-tamper", "builds objects from dotted names (dictConfig calls any callable)"),
+    # red team round 10 (session 33): `update_wrapper(w, f, assigned=(name,))` is getattr and setattr by names given
+    # as data (a frame's locals, builtins' exec reached; a clock's pending samples divided: a forged CPU time)
+    "functools.update_wrapper": ("harness-tamper", "reads and sets attributes by names given as data"),
+    "functools.wraps": ("harness-tamper", "reads and sets attributes by names given as data"),
     # all of it: Library/impl/register_kernel override torch operators (the harness's comparisons included), and
     # an op defined here runs its body where the op audit sees only the op's name, which may be one the audit
     # exempts (custom_op("torchvision::_cuda_version"): red team round 4, session 32)
@@ -271,10 +275,11 @@ def allowed_modules_text() -> str:
 # dataclasses: it `exec`s text built from field names, and a field name can hold any code (red team round 7). Not
 # logging or warnings (red team round 9, session 33): logging.FileHandler writes files (one outlived the runner in the
 # shared Triton cache), logging.handlers starts threads, and `stack_info=` / `stacklevel=` name the caller of each call
-# (a timed call told from a checked one); no honest solution imports either.
+# (a timed call told from a checked one); no honest solution imports either. Not copy (round 10): copy.copy calls a
+# class's own __reduce_ex__, whose result makes copy._reconstruct call anything and set attributes by name.
 STDLIB_ALLOWED = frozenset({
     "__future__", "math", "cmath", "functools", "itertools", "collections", "typing", "enum", "abc",
-    "contextlib", "numbers", "statistics", "bisect", "heapq", "copy", "fractions", "decimal", "struct",
+    "contextlib", "numbers", "statistics", "bisect", "heapq", "fractions", "decimal", "struct",
     "array", "re", "json", "hashlib", "textwrap", "keyword", "queue",
 })
 
@@ -819,6 +824,25 @@ class _Checker:
                         self.found.append(f.replace(f"{self.path}:{c.lineno}: ",
                                                     f"{self.path}:{c.lineno}: the annotation string ", 1))
 
+    def dunder_def(self, node: ast.AST) -> None:
+        """A dunder method defined outside DUNDER_ALLOWED (LATER_HOOKS have their own finding): the interpreter calls
+        it implicitly, inside the harness's own steps (red team round 10, session 33: a `__setattr__` took attribute
+        writes by computed names, an `__iter__` divided the clock's samples when the runner read them; a module's
+        `def __getattr__` answers any missing name the harness asks the module for)."""
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            names = [(node.name, node.lineno)]
+        elif isinstance(node, ast.ClassDef):  # `__setattr__ = f` in a class body
+            names = [(t.id, n.lineno) for n in node.body if isinstance(n, ast.Assign | ast.AnnAssign)
+                     for t in (n.targets if isinstance(n, ast.Assign) else [n.target]) if isinstance(t, ast.Name)]
+        else:
+            return
+        for name, line in names:
+            if name.startswith("__") and name.endswith("__") and len(name) > 4 and name not in DUNDER_ALLOWED \
+                    and name not in LATER_HOOKS and name != "__module__":
+                self.add("harness-tamper", line, f"defines {name} (a method the interpreter calls implicitly, inside "
+                         "the harness's own steps); kernels may define only "
+                         f"{', '.join(sorted(n for n in DUNDER_ALLOWED if n not in ('__version__', '__name__', '__qualname__', '__doc__')))}")
+
     def classdef(self, node: ast.ClassDef) -> None:
         """A metaclass answers the harness's own questions about a class (round 6: its `__eq__` made a tensor
         subclass equal to `float` in the runner's plain-value test)."""
@@ -834,6 +858,7 @@ class _Checker:
         for node in ast.walk(self.tree):
             if isinstance(node, ast.ClassDef):
                 self.classdef(node)
+            self.dunder_def(node)
         self._string_annotations()
         for node in ast.walk(self.tree):
             if isinstance(node, ast.Import | ast.ImportFrom):

@@ -128,6 +128,31 @@ def _shape(obj: Any) -> list[tuple[str, int]]:
     return sorted((k, id(type(v))) for k, v in dict.items(object.__getattribute__(obj, "__dict__")))
 
 
+def _pending_intact(clock: Any, names: list[str]) -> bool:
+    """The clock's pending samples are what its own `run` appended for these names, in order: a list of exact tuples
+    of an exact str and floats (the CPU clock) or torch.cuda.Events (the CUDA clock), read through the builtin
+    types' own methods. Red team round 10, session 33: code past the gate put an object with an `__iter__` at the
+    front of the list; `dict(collect(...))` ran it after the timer and it divided the candidate's sample by 8."""
+    pending = dict.get(object.__getattribute__(clock, "__dict__"), "pending")
+    if type(pending) is not list or list.__len__(pending) != len(names):
+        return False
+    from kernelcraft.measure import timing  # its globals, _Event included, are in the tamper snapshot
+
+    event = timing._Event
+    for i in range(len(names)):
+        item = list.__getitem__(pending, i)
+        if type(item) is not tuple or tuple.__len__(item) < 2:
+            return False
+        head = tuple.__getitem__(item, 0)
+        if type(head) is not str or not str.__eq__(head, names[i]):
+            return False
+        for j in range(1, tuple.__len__(item)):
+            kind = type(tuple.__getitem__(item, j))
+            if kind is not float and kind is not event:
+                return False
+    return True
+
+
 def _runner_tampered(runner: Any) -> str:
     """The runner object itself changed (red team rounds 7-8, session 32: code run past the gate walked the frames
     to it, replaced `timed` with a spin and shadowed `_args` with an instance attribute that ran the kernel before
@@ -574,6 +599,9 @@ class Runner:
             if _shape(self.clock) != self.clock_shape:  # before `collect`, which makes its sample list anew
                 # its sample list swapped for a subclass that divides what it is given (red team round 6)
                 return {"error": "", "finding": "[harness-tamper] the timer's clock object was changed during a "
+                        "timed call"}
+            if not _pending_intact(self.clock, [name for name, _ in order]):
+                return {"error": "", "finding": "[harness-tamper] the timer's pending samples were changed during a "
                         "timed call"}
             got = dict(clock.collect(self.clock))
         except BaseException as e:  # noqa: BLE001
