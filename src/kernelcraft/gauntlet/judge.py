@@ -377,8 +377,10 @@ class RemoteSubject(Subject):
         self._poison_outputs()
         self.judge.sync()
         r = self._ask("call", protocol.CallReply, warm=warm, release=self.release)
+        if r.error and r.finding:  # it raised after a refused hook: the attempt is the verdict, not the error
+            return Called(finding=r.finding[:4000])
         if r.error:
-            return Called(error=r.error, compile_error=r.compile_error, finding=r.finding[:4000])
+            return Called(error=r.error, compile_error=r.compile_error)
         outputs, wrong = self._outputs(r.outputs)
         evidence = {"ops": r.ops, "threads": r.threads, "native_threads": r.native_threads, "launches": r.launches}
         return Called(outputs=outputs, wrong=wrong, finding=r.finding[:4000], evidence=evidence)
@@ -650,8 +652,6 @@ class Judge:
             return {"status": "RUNTIME_ERROR", "gate": "reference", "reason": bad, "reference_shape": True}
         self.subject.place(inputs, axes)
         called = self.subject.call()
-        if called.error and called.finding and self.subject.audited:  # it raised after a refused hook
-            return {"status": "REJECTED", "gate": "integrity", "reason": called.finding}
         if called.error:
             status = "COMPILE_ERROR" if called.compile_error else "RUNTIME_ERROR"
             hint = "" if called.compile_error else calling_convention_hint(
@@ -708,8 +708,6 @@ class Judge:
             for n in range(plan.calls):
                 called = self.subject.call(warm=True)
                 where = f"call {n + 1} of {plan.calls} drawing samples ({checker.kind} check)"
-                if called.error and called.finding and self.subject.audited:
-                    return {"status": "REJECTED", "gate": "integrity", "reason": f"{where}: {called.finding}"}
                 if called.error:
                     return {"status": "RUNTIME_ERROR", "gate": "correctness", "reason": f"{where}: {called.error}"}
                 cheat = self._evidence(called, warm=True)
